@@ -1,0 +1,207 @@
+"""Model profiles (prices, windows) and the prompt-cache model that splits a call's input.
+
+A call's prompt is split into cache-read (the longest common prefix, at message granularity,
+with a request written to the cache within its lifetime), cache-write (the rest, where the
+provider bills writes: Anthropic at x1.25 for 5 min or x2 for 1 h) and uncached (the rest
+elsewhere, e.g. OpenAI and Gemini implicit caching). Below the model's minimum cacheable prefix
+nothing is cached (pricing.md §1.1). Rewriting an old message breaks the prefix from there on:
+this is how a strategy can save tokens and still cost more (evaluation.md §D).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
+
+
+class UnknownModelError(KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Rates:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write_5m: float | None = None
+    cache_write_1h: float | None = None
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    id: str
+    provider: str
+    rates: Rates
+    context_window: int
+    max_output: int
+    min_cache_prefix: int
+    max_input: int | None = None
+    tier_threshold: int | None = None
+    above: Rates | None = None
+    """Long-context rates that apply to the whole request once its prompt exceeds tier_threshold."""
+
+    @property
+    def bills_cache_writes(self) -> bool:
+        return self.rates.cache_write_5m is not None
+
+    def fits(self, prompt_tokens: int, output_tokens: int) -> bool:
+        """Would the provider accept this request? (prompt within max_input; prompt+output within window)."""
+        if self.max_input is not None and prompt_tokens > self.max_input:
+            return False
+        return prompt_tokens + output_tokens <= self.context_window
+
+    def rates_for(self, prompt_tokens: int) -> Rates:
+        if self.above is not None and self.tier_threshold is not None and prompt_tokens > self.tier_threshold:
+            return self.above
+        return self.rates
+
+    def cost(self, *, uncached: int, cache_read: int, cache_write: int, output: int, ttl: str = "5m") -> float:
+        """Dollars for one call with this split."""
+        r = self.rates_for(uncached + cache_read + cache_write)
+        write_rate = (r.cache_write_1h if ttl == "1h" else r.cache_write_5m) or r.input
+        micro = uncached * r.input + cache_read * r.cache_read + cache_write * write_rate + output * r.output
+        return micro / 1e6
+
+    def cost_without_cache(self, prompt_tokens: int, output: int) -> float:
+        r = self.rates_for(prompt_tokens)
+        return (prompt_tokens * r.input + output * r.output) / 1e6
+
+
+def _rates(d: dict[str, Any], prefix: str = "") -> Rates:
+    return Rates(
+        input=d[prefix + "input"],
+        output=d[prefix + "output"],
+        cache_read=d[prefix + "cache_read"],
+        cache_write_5m=d.get(prefix + "cache_write_5m"),
+        cache_write_1h=d.get(prefix + "cache_write_1h"),
+    )
+
+
+@lru_cache(maxsize=1)
+def price_table() -> tuple[str, dict[str, ModelProfile]]:
+    """(table id, profiles by model id and alias) from bench/data/prices.toml."""
+    raw = tomllib.loads(resources.files("bench").joinpath("data/prices.toml").read_text(encoding="utf-8"))
+    table: dict[str, ModelProfile] = {}
+    for model_id, d in raw["models"].items():
+        p = ModelProfile(
+            id=model_id,
+            provider=d["provider"],
+            rates=_rates(d),
+            context_window=d["context_window"],
+            max_output=d["max_output"],
+            min_cache_prefix=d["min_cache_prefix"],
+            max_input=d.get("max_input"),
+            tier_threshold=d.get("tier_threshold"),
+            above=_rates(d, "above_") if "above_input" in d else None,
+        )
+        for key in (model_id, *d.get("aliases", ())):
+            table[key] = p
+    return raw["table_id"], table
+
+
+def profile(model_id: str) -> ModelProfile:
+    """The profile of an exact model id or alias; unknown ids are refused, never priced at $0."""
+    _, table = price_table()
+    if model_id in table:
+        return table[model_id]
+    import difflib
+
+    close = difflib.get_close_matches(model_id, list(table), n=3)
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    raise UnknownModelError(f"no price for model {model_id!r}.{hint} Known: {', '.join(sorted(table))}")
+
+
+@dataclass(frozen=True)
+class CacheSplit:
+    cache_read: int
+    cache_write: int
+    uncached: int
+    prefix_break: bool
+    """A cached request existed within its lifetime but this one re-used less than all of it."""
+
+    @property
+    def prompt(self) -> int:
+        return self.cache_read + self.cache_write + self.uncached
+
+
+@dataclass
+class _Entry:
+    messages: tuple[Any, ...]
+    prefix_tokens: list[int]
+    written_at: float
+    stream: str
+
+
+class PromptCache:
+    """The provider-side prefix cache of one conversation with one model.
+
+    Keeps the most recent cached requests (an agent's own request and a summarizer's request are
+    separate entries, as real cache lines are) and looks each new request up by the longest
+    common prefix at message granularity.
+    """
+
+    MAX_ENTRIES = 4
+
+    def __init__(self, model: ModelProfile, ttl: str = "5m") -> None:
+        self.model = model
+        self.ttl = ttl
+        self.ttl_seconds = TTL_SECONDS[ttl]
+        self._entries: list[_Entry] = []
+
+    def request(
+        self, messages: Sequence[Any], counts: Sequence[int], now: float, stream: str = "agent"
+    ) -> CacheSplit:
+        """Split one request; ``stream`` tells the agent's requests from a summarizer's."""
+        msgs = tuple(messages)
+        total = sum(counts)
+        alive = [e for e in self._entries if now - e.written_at <= self.ttl_seconds]
+        best_len, best_tokens, best_entry = 0, 0, None
+        for e in alive:
+            n = _common_prefix(e.messages, msgs)
+            if n and e.prefix_tokens[n - 1] > best_tokens:
+                best_len, best_tokens, best_entry = n, e.prefix_tokens[n - 1], e
+        if best_tokens < self.model.min_cache_prefix:
+            best_len, best_tokens, best_entry = 0, 0, None
+        previous = next((e for e in reversed(alive) if e.stream == stream), None)
+        prefix_break = previous is not None and best_tokens < previous.prefix_tokens[-1]
+        cacheable = total >= self.model.min_cache_prefix
+        rest = total - best_tokens
+        if cacheable and self.model.bills_cache_writes:
+            split = CacheSplit(best_tokens, rest, 0, prefix_break)
+        else:
+            split = CacheSplit(best_tokens, 0, rest, prefix_break)
+        if best_entry is not None:
+            best_entry.written_at = now  # a hit refreshes the lifetime
+        if cacheable:
+            prefix: list[int] = []
+            acc = 0
+            for c in counts:
+                acc += c
+                prefix.append(acc)
+            # The new request extends (or replaces) its stream's previous line.
+            self._entries = [e for e in alive if e is not previous]
+            self._entries.append(_Entry(msgs, prefix, now, stream))
+            self._entries = self._entries[-self.MAX_ENTRIES:]
+        else:
+            self._entries = alive
+        return split
+
+
+def _common_prefix(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:
+    """Length of the common prefix; the append-only case is one C-level tuple comparison."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    i = 0
+    while i < n and (a[i] is b[i] or a[i] == b[i]):
+        i += 1
+    return i

@@ -1,0 +1,86 @@
+"""What a replay produces: one row per simulated model call, one per strategy event.
+
+These rows are the source of truth; every metric is derived from them (bench/metrics.py).
+
+Schema history of the files written from these rows (calls.csv, events.jsonl, summaries.jsonl,
+results.csv, run.json carry ``schema_version``):
+  1. first version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One request to a model: the agent's own call or a summarizer call."""
+
+    trace: str
+    strategy: str
+    call: int
+    """Index of the agent call this row belongs to (a summarizer row shares its agent call's index)."""
+    kind: str
+    """``agent`` or ``summarizer``."""
+    messages: int
+    prompt_tokens: int
+    """Truth tokens of the request as sent."""
+    estimate_tokens: int
+    """The strategy's own estimate of the same request."""
+    cache_read: int
+    cache_write: int
+    uncached: int
+    output_tokens: int
+    cost: float
+    """Dollars with the prompt cache."""
+    cost_no_cache: float
+    """Dollars had every prompt token been billed at the input rate."""
+    prefix_break: bool
+    overflow: bool
+    time: float
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    trace: str
+    strategy: str
+    call: int
+    hook: str
+    kind: str
+    tokens_before: int
+    tokens_after: int
+    estimate_before: int
+    """The strategy's own estimate of the context when it acted (its trigger view)."""
+    messages_touched: int
+    summary_tokens: int | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class SummaryRecord:
+    trace: str
+    strategy: str
+    call: int
+    tokens: int
+    text: str
+    summarizer: str
+
+
+@dataclass
+class TaskResult:
+    """Everything one (trace, strategy) replay produced."""
+
+    trace: str
+    strategy: str
+    calls: list[CallRecord] = field(default_factory=list)
+    events: list[EventRecord] = field(default_factory=list)
+    summaries: list[SummaryRecord] = field(default_factory=list)
+    probes: list[dict[str, Any]] = field(default_factory=list)
+    """Rows from observers (needle retention etc.), one dict each."""
+    failed: str | None = None
+    """Why the session ended early (a strategy's circuit breaker), if it did."""
+    error: str | None = None
+    """A harness-side error (bad trace, strategy exception); the other tasks still finish."""

@@ -1,0 +1,165 @@
+"""The agent loop, call by call, with a strategy managing the context (DESIGN.md, "Replay").
+
+For each step of the trace: append the step's messages (``on_tool_result`` after each one that
+carries tool results) → ``before_call`` → ``project`` gives what is sent → a request over the
+model's window is a 413: ``on_overflow`` runs, and if it still does not fit the call is an
+**overflow** (billed as if accepted, so ``none`` is the cost of never compacting) → the call is
+recorded with its prompt-cache split → the recorded answer is appended.
+
+Limitation, by construction: the recorded future does not change after a compaction. A real
+agent that lost a fact might have re-read a file or taken another path; a replay cannot know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench.context import Context, Meter
+from bench.pricing import ModelProfile, PromptCache
+from bench.records import CallRecord, EventRecord, SummaryRecord, TaskResult
+from bench.session import Session
+from bench.summarizers import Summarizer, Summary, SummaryRequest
+from bench.summarizers.extractive import ExtractiveSummarizer
+from bench.tokens import TokenCounter
+from strategies.base import Outcome, Strategy
+from traces.model import Message, Trace, Usage
+
+Observer = Callable[[str, int, Context], list[dict]]
+"""Called with (moment, call index, context sent) after each compaction and at the end."""
+
+COMPACTION_KINDS = frozenset({"summarize", "handoff"})
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    model: ModelProfile
+    summarizer_model: ModelProfile | None = None
+    """Model the summarizer is billed as (defaults to the agent's model)."""
+    seconds_per_call: float = 10.0
+    """Pace of the clock when the trace has no timestamps (drives the cache lifetime)."""
+    cache_ttl: str = "5m"
+
+
+def replay(
+    trace: Trace,
+    strategy: Strategy,
+    config: ReplayConfig,
+    *,
+    counter: TokenCounter,
+    summarizer: Summarizer | None = None,
+    label: str | None = None,
+    observers: tuple[Observer, ...] = (),
+) -> TaskResult:
+    label = label or strategy.name
+    model = config.model
+    summary_model = config.summarizer_model or model
+    meter = Meter(counter, strategy.estimator)
+    result = TaskResult(trace.id, label)
+    cache = PromptCache(model, config.cache_ttl)
+    summary_cache = cache if summary_model is model else PromptCache(summary_model, config.cache_ttl)
+    session = Session(model, meter, summarizer or ExtractiveSummarizer(), strategy=label)
+    t0 = _first_timestamp(trace)
+
+    def bill_summary(request: SummaryRequest, summary: Summary) -> None:
+        prompt_msg = Message.text_message("user", request.prompt)
+        msgs = (*request.messages, prompt_msg)
+        if summary.billed:
+            read, write = summary.cache_read_tokens, summary.cache_write_tokens
+            uncached, prefix_break = summary.input_tokens, False
+        else:
+            counts = [meter.truth(m) for m in msgs]
+            split = summary_cache.request(msgs, counts, session.now, stream="summarizer")
+            read, write, uncached, prefix_break = split.cache_read, split.cache_write, split.uncached, False
+        prompt = read + write + uncached
+        result.calls.append(
+            CallRecord(
+                trace.id, label, session.call_index, "summarizer", len(msgs), prompt,
+                sum(meter.estimate(m) for m in request.messages), read, write, uncached,
+                summary.output_tokens,
+                summary_model.cost(uncached=uncached, cache_read=read, cache_write=write,
+                                   output=summary.output_tokens, ttl=config.cache_ttl),
+                summary_model.cost_without_cache(prompt, summary.output_tokens),
+                prefix_break, False, session.now,
+            )
+        )
+        result.summaries.append(
+            SummaryRecord(trace.id, label, session.call_index, summary.output_tokens, summary.text, summary.model)
+        )
+
+    session.on_summary = bill_summary
+
+    def apply(outcome: Outcome | None, ctx: Context, hook: str) -> Context:
+        if outcome is None:
+            return ctx
+        for e in outcome.events:
+            result.events.append(
+                EventRecord(trace.id, label, session.call_index, hook, e.kind, e.tokens_before,
+                            e.tokens_after, ctx.estimate, e.messages_touched, e.summary_tokens, e.detail)
+            )
+        if outcome.fail is not None and result.failed is None:
+            result.failed = f"call {session.call_index}: {outcome.fail}"
+        new = outcome.context
+        if any(e.kind in COMPACTION_KINDS for e in outcome.events):
+            for observe in observers:
+                result.probes.extend(observe("compaction", session.call_index, new))
+        return new
+
+    ctx = meter.context(())
+    sent = ctx
+    clock = 0.0
+    for step in trace.steps():
+        session.call_index = step.index
+        clock = _clock(step.inputs, step.answer, t0, clock, config.seconds_per_call, step.index)
+        session.now = clock
+        for m in step.inputs:
+            ctx = ctx.append(m)
+            if m.tool_results:
+                ctx = apply(strategy.on_tool_result(ctx, session), ctx, "on_tool_result")
+        if step.answer is None or result.failed:
+            break
+        ctx = apply(strategy.before_call(ctx, session), ctx, "before_call")
+        sent = strategy.project(ctx, session)
+        answer = step.answer
+        output = answer.usage.output_tokens if answer.usage and answer.usage.output_tokens else meter.truth(answer)
+        overflow = False
+        if not model.fits(sent.truth, output):
+            ctx = apply(strategy.on_overflow(ctx, session), ctx, "on_overflow")
+            sent = strategy.project(ctx, session)
+            overflow = not model.fits(sent.truth, output)
+        if result.failed:
+            break
+        counts = [meter.truth(m) for m in sent.messages]
+        split = cache.request(sent.messages, counts, clock)
+        result.calls.append(
+            CallRecord(
+                trace.id, label, step.index, "agent", len(sent), sent.truth, sent.estimate,
+                split.cache_read, split.cache_write, split.uncached, output,
+                model.cost(uncached=split.uncached, cache_read=split.cache_read,
+                           cache_write=split.cache_write, output=output, ttl=config.cache_ttl),
+                model.cost_without_cache(sent.truth, output),
+                split.prefix_break, overflow, clock,
+            )
+        )
+        session.last_usage = Usage(
+            input_tokens=split.uncached, output_tokens=output,
+            cache_read_tokens=split.cache_read, cache_write_tokens=split.cache_write,
+        )
+        ctx = ctx.append(answer)
+    for observe in observers:
+        result.probes.extend(observe("end", session.call_index, strategy.project(ctx, session)))
+    return result
+
+
+def _first_timestamp(trace: Trace) -> float | None:
+    return next((m.timestamp for m in trace.messages if m.timestamp is not None), None)
+
+
+def _clock(
+    inputs: tuple[Message, ...], answer: Message | None, t0: float | None, previous: float, pace: float, index: int
+) -> float:
+    """Seconds since the start: the step's recorded time when there is one, else a fixed pace."""
+    stamps = [m.timestamp for m in (*inputs, answer) if m is not None and m.timestamp is not None]
+    if t0 is not None and stamps:
+        return max(previous, stamps[-1] - t0)
+    return index * pace if t0 is None else previous + pace

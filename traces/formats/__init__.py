@@ -1,0 +1,106 @@
+"""Importers of real agents' session logs, chosen by content (never by file name).
+
+Each importer is a module with ``NAME``, ``sniff_file(path, head) -> str | None`` (None when the
+file is in its format, otherwise the reason it is not) and ``read_file(path, *, lenient) ->
+ReadResult``. ``load`` takes files, folders, globs and ``hf:owner/name`` dataset ids.
+
+Adding a format: 1. write ``traces/formats/<agent>.py`` with the three names above; 2. add it to
+``READERS`` (order matters: the first that claims a file reads it); 3. test it on a real file
+from ../shared/traces (skipping with a reason when absent) and with a fuzz test of bad input.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from traces.model import Trace, TraceError
+
+__all__ = ["READERS", "ReadResult", "UnknownFormatError", "detect", "load", "read_path"]
+
+READERS: dict[str, str] = {
+    "native": "traces.native",
+}
+"""Format name → importer module, in sniffing order."""
+
+HEAD_BYTES = 64 * 1024
+
+
+@dataclass
+class ReadResult:
+    traces: list[Trace]
+    skipped: int = 0
+    """Bad records skipped in lenient mode."""
+    notes: list[str] = field(default_factory=list)
+    """What the importer noticed (orphan results flagged, redactions filled, ...)."""
+
+
+class UnknownFormatError(TraceError):
+    """No importer claimed the file; the message lists each format tried and why it declined."""
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(READERS[name])
+
+
+def detect(path: Path) -> str:
+    """The name of the format of ``path``, or UnknownFormatError with every importer's reason."""
+    try:
+        head = path.read_bytes()[:HEAD_BYTES].decode("utf-8", errors="replace")
+    except OSError as e:
+        raise TraceError(f"cannot read: {e.strerror}", path=str(path)) from None
+    reasons = []
+    for name in READERS:
+        reason = _module(name).sniff_file(path, head)
+        if reason is None:
+            return name
+        reasons.append(f"  {name}: {reason}")
+    raise UnknownFormatError("unknown trace format; tried:\n" + "\n".join(reasons), path=str(path))
+
+
+def read_path(path: Path, *, lenient: bool = False, fmt: str | None = None) -> ReadResult:
+    name = fmt or detect(path)
+    return _module(name).read_file(path, lenient=lenient)  # type: ignore[no-any-return]
+
+
+def expand(sources: Iterable[str]) -> list[Path]:
+    """Files from paths, folders (recursively, skipping hidden files) and globs, in sorted order."""
+    out: list[Path] = []
+    for source in sources:
+        p = Path(source)
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")))
+        elif p.exists():
+            out.append(p)
+        else:
+            matches = sorted(Path(m) for m in glob.glob(source, recursive=True))
+            if not matches:
+                raise TraceError("no such file, folder or glob match", path=source)
+            out.extend(m for m in matches if m.is_file())
+    return out
+
+
+def load(sources: Iterable[str], *, lenient: bool = False) -> ReadResult:
+    """Every trace in the sources; ``hf:owner/name`` goes to the datasets loader."""
+    result = ReadResult([])
+    files = []
+    for source in sources:
+        if source.startswith("hf:"):
+            from traces.formats import hf
+
+            part = hf.load(source[3:], lenient=lenient)
+            result.traces += part.traces
+            result.skipped += part.skipped
+            result.notes += part.notes
+        else:
+            files.append(source)
+    for path in expand(files):
+        part = read_path(path, lenient=lenient)
+        result.traces += part.traces
+        result.skipped += part.skipped
+        result.notes += part.notes
+    return result

@@ -1,0 +1,253 @@
+"""The trace model: what an agent session is, independent of the agent that recorded it.
+
+A trace is an ordered tuple of messages (system, user, assistant) whose content is a tuple of
+blocks, in the Anthropic Messages shape that most agents map onto (spec/strategies.md §0). Tool
+calls and their results are linked by id. A *step* is everything appended before one model call;
+the assistant message that follows is what the recorded agent answered.
+
+Everything here is a frozen dataclass: strategies build new messages, they never edit old ones.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Literal
+
+Role = Literal["system", "user", "assistant"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant")
+
+
+class TraceError(ValueError):
+    """A trace that cannot be read or is not well formed; the message names the file and line."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        where = f"{path}:{line}: " if path is not None and line is not None else (f"{path}: " if path else "")
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+    type: ClassVar[str] = "text"
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """Model reasoning; agents differ on whether it is resent, so it is kept and counted."""
+
+    text: str
+    type: ClassVar[str] = "thinking"
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    id: str
+    name: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+    type: ClassVar[str] = "tool_use"
+
+    def input_json(self) -> str:
+        return json.dumps(self.input, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    type: ClassVar[str] = "tool_result"
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image is kept as its size only: the pixels never matter to compaction, the tokens do."""
+
+    media_type: str = "image/png"
+    size_bytes: int = 0
+    type: ClassVar[str] = "image"
+
+
+Block = Text | Thinking | ToolUse | ToolResult | Image
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Provider-reported usage of one recorded call, normalised to Anthropic semantics.
+
+    ``input_tokens`` is the uncached part only; the whole prompt is ``prompt_tokens``. Importers of
+    OpenAI-style logs (where cached tokens are a subset of input) convert on the way in.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    blocks: tuple[Block, ...]
+    usage: Usage | None = None
+    """Recorded usage of the call that produced this (assistant) message, when the log has it."""
+    timestamp: float | None = None
+    """Seconds since the epoch, when recorded; drives the prompt-cache lifetime."""
+    id: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    """Free-form flags (e.g. ``{"summary": True}`` on a compaction summary, ``{"orphan": True}``)."""
+
+    @staticmethod
+    def text_message(role: Role, text: str, **kw: Any) -> Message:
+        return Message(role=role, blocks=(Text(text),), **kw)
+
+    @property
+    def text(self) -> str:
+        """The plain text of the message's text blocks."""
+        return "\n".join(b.text for b in self.blocks if isinstance(b, Text))
+
+    @property
+    def tool_uses(self) -> tuple[ToolUse, ...]:
+        return tuple(b for b in self.blocks if isinstance(b, ToolUse))
+
+    @property
+    def tool_results(self) -> tuple[ToolResult, ...]:
+        return tuple(b for b in self.blocks if isinstance(b, ToolResult))
+
+    @property
+    def is_tool_result(self) -> bool:
+        """A user message that only carries tool results (not a human turn)."""
+        return self.role == "user" and bool(self.blocks) and all(
+            isinstance(b, ToolResult) for b in self.blocks
+        )
+
+    @property
+    def is_human_turn(self) -> bool:
+        """A user message with something other than tool results in it."""
+        return self.role == "user" and not self.is_tool_result
+
+    def with_blocks(self, blocks: tuple[Block, ...]) -> Message:
+        return replace(self, blocks=blocks)
+
+
+NEEDLE_KINDS: tuple[str, ...] = (
+    "fact", "error", "artifact", "constraint", "decision", "update", "control",
+)
+
+
+@dataclass(frozen=True)
+class Needle:
+    """A fact the agent was told, with the question that probes it and the expected answer.
+
+    ``kind`` is one of NEEDLE_KINDS. An ``update`` supersedes ``old_answer``; a ``control`` was
+    never stated (``message_index`` is -1), so finding it measures false positives.
+    """
+
+    id: str
+    kind: str
+    text: str
+    question: str
+    answer: str
+    message_index: int
+    old_answer: str | None = None
+    reference: str | None = None
+    """A file path or command that would recover the fact (recoverable-by-reference)."""
+
+
+@dataclass(frozen=True)
+class RecordedCompaction:
+    """A compaction that the recorded agent itself performed (for fidelity checks)."""
+
+    message_index: int
+    """Index of the first message after the compaction (the summary, usually)."""
+    trigger: str = "auto"
+    pre_tokens: int | None = None
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class Step:
+    """What is appended before one model call, and the answer the recorded agent gave."""
+
+    index: int
+    inputs: tuple[Message, ...]
+    answer: Message | None
+
+
+@dataclass(frozen=True)
+class Trace:
+    id: str
+    messages: tuple[Message, ...]
+    agent: str = "unknown"
+    model: str | None = None
+    source: str | None = None
+    needles: tuple[Needle, ...] = ()
+    compactions: tuple[RecordedCompaction, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def steps(self) -> Iterator[Step]:
+        """Split the messages into calls: each assistant message closes one step."""
+        pending: list[Message] = []
+        index = 0
+        for m in self.messages:
+            if m.role == "assistant":
+                yield Step(index, tuple(pending), m)
+                pending = []
+                index += 1
+            else:
+                pending.append(m)
+        if pending:
+            yield Step(index, tuple(pending), None)
+
+    @property
+    def n_calls(self) -> int:
+        return sum(1 for m in self.messages if m.role == "assistant")
+
+    @property
+    def n_tool_calls(self) -> int:
+        return sum(len(m.tool_uses) for m in self.messages)
+
+
+def orphans(messages: tuple[Message, ...] | list[Message]) -> tuple[set[str], set[str]]:
+    """Return (tool_use ids with no result, tool_result ids with no call) in a message list."""
+    uses: set[str] = set()
+    results: set[str] = set()
+    for m in messages:
+        for b in m.blocks:
+            if isinstance(b, ToolUse):
+                uses.add(b.id)
+            elif isinstance(b, ToolResult):
+                results.add(b.tool_use_id)
+    return uses - results, results - uses
+
+
+def flag_orphan_results(messages: list[Message]) -> tuple[list[Message], int]:
+    """Turn tool results whose call is missing into flagged text, so no API would reject them.
+
+    Importers call this: a real log can start mid-session or lose a line, and an orphan result
+    must be kept (its tokens are real) but not presented as a tool result.
+    """
+    seen: set[str] = set()
+    out: list[Message] = []
+    flagged = 0
+    for m in messages:
+        seen.update(b.id for b in m.tool_uses)
+        if not any(isinstance(b, ToolResult) and b.tool_use_id not in seen for b in m.blocks):
+            out.append(m)
+            continue
+        blocks: list[Block] = []
+        for b in m.blocks:
+            if isinstance(b, ToolResult) and b.tool_use_id not in seen:
+                blocks.append(Text(f"[orphan tool result {b.tool_use_id}]\n{b.content}"))
+                flagged += 1
+            else:
+                blocks.append(b)
+        out.append(replace(m, blocks=tuple(blocks), meta={**m.meta, "orphan": True}))
+    return out, flagged
