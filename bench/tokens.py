@@ -103,6 +103,16 @@ class TokenCounter:
         for m, n in zip(todo, counts, strict=True):
             self._truth[id(m)] = (m, n + MESSAGE_OVERHEAD + IMAGE_TOKENS * _image_count(m))
 
+    def counts(self, messages: Sequence[Message]) -> list[int]:
+        """Truth counts of these messages (batched), to ship to another process with the trace."""
+        self.prime(messages)
+        return [self.truth(m) for m in messages]
+
+    def adopt(self, messages: Sequence[Message], counts: Sequence[int]) -> None:
+        """Take counts computed elsewhere (``counts``) for these message objects."""
+        for m, n in zip(messages, counts, strict=True):
+            self._truth[id(m)] = (m, n)
+
     def truth(self, m: Message) -> int:
         hit = self._truth.get(id(m))
         if hit is not None and hit[0] is m:

@@ -51,6 +51,7 @@ class Summarizer(Protocol):
 
 SUMMARIZERS: dict[str, str] = {
     "extractive": "bench.summarizers.extractive:ExtractiveSummarizer",
+    "anthropic": "bench.summarizers.anthropic:AnthropicSummarizer",
 }
 
 

@@ -54,9 +54,12 @@ class ExtractiveSummarizer:
         msgs = request.messages
         humans = [m.text for m in msgs if m.is_human_turn and m.text.strip()]
         last_assistant = next((m.text for m in reversed(msgs) if m.role == "assistant" and m.text.strip()), "")
+        # The latest request goes in whole (up to the budget): an agent that loses it cannot go on.
+        latest = [" ".join(humans[-1].split())] if len(humans) > 1 else []
         sections = [
             ("Task", humans[:1]),
-            ("User messages", humans[1:]),
+            ("Latest request", latest),
+            ("Earlier user messages", humans[1:-1]),
             ("Files touched", files_touched(msgs)),
             ("Errors seen", error_lines(msgs)),
             ("Last assistant message", [last_assistant] if last_assistant else []),
@@ -65,9 +68,8 @@ class ExtractiveSummarizer:
         out: list[str] = []
         used = 0
         for title, items in sections:
-            lines = [f"## {title}"] + [f"- {_clip(x, self.per_message_chars)}" for x in items] or ["- (none)"]
-            if len(lines) == 1:
-                lines.append("- (none)")
+            clip = self.max_chars if title in ("Task", "Latest request") else self.per_message_chars
+            lines = [f"## {title}"] + ([f"- {_clip(x, clip)}" for x in items] or ["- (none)"])
             for line in lines:
                 if used + len(line) + 1 > budget:
                     break

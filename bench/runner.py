@@ -1,0 +1,241 @@
+"""Run a sweep: every trace × every strategy, over a process pool, into out/<run>/.
+
+A task is one (trace, strategy). Truth token counts are computed once per trace in the parent
+(batched) and shipped with the traces, so every strategy in every worker shares them. Each
+finished task is saved at once under tasks/<key>.json; re-running the same sweep loads what is
+there (resume), and a task that raises is recorded as an error without losing the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm
+
+import strategies
+from bench import __version__
+from bench.metrics import by_strategy, results_table
+from bench.pricing import price_table, profile
+from bench.records import SCHEMA_VERSION, TaskResult
+from bench.replay import ReplayConfig, replay
+from bench.store import atomic_write, load_task, provenance, task_to_json, write_run
+from bench.tokens import TokenCounter
+from traces import native
+from traces.model import Trace
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that decides a run's numbers; written to run.json."""
+
+    traces: tuple[str, ...] = ()
+    """Trace sources: files, folders, globs, ``hf:owner/name``, or ``synthetic:<scenario>``.
+    Empty means the default synthetic scenarios."""
+    strategies: tuple[str, ...] = ()
+    """Strategy specs (``name`` or ``name@key=value``); empty means every registered strategy."""
+    model: str = "claude-sonnet-4-5"
+    summarizer: str = "extractive"
+    summarizer_model: str | None = None
+    seed: int = 0
+    seconds_per_call: float = 10.0
+    cache_ttl: str = "5m"
+    workers: int = 2
+    lenient: bool = False
+    name: str = "run"
+    out: str = "out"
+    summarizer_options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.out) / self.name
+
+
+@dataclass
+class RunOutput:
+    run_dir: Path
+    results: list[TaskResult]
+    table: pd.DataFrame
+    summary: pd.DataFrame
+    resumed: int = 0
+
+    @property
+    def errors(self) -> list[TaskResult]:
+        return [r for r in self.results if r.error]
+
+
+def load_traces(config: RunConfig) -> list[Trace]:
+    from traces.formats import load
+
+    sources = config.traces or tuple(f"synthetic:{s}" for s in _default_scenarios())
+    traces: list[Trace] = []
+    files = []
+    for source in sources:
+        if source.startswith("synthetic:"):
+            from traces.synthetic import generate
+
+            traces.append(generate(source.removeprefix("synthetic:"), seed=config.seed))
+        else:
+            files.append(source)
+    if files:
+        traces += load(files, lenient=config.lenient).traces
+    return traces
+
+
+def _default_scenarios() -> tuple[str, ...]:
+    from traces.scenarios import DEFAULT_BENCH
+
+    return DEFAULT_BENCH
+
+
+def strategy_specs(config: RunConfig) -> list[strategies.StrategySpec]:
+    """Parse and build every strategy once, so a bad name fails before any replay."""
+    specs = [strategies.parse_spec(s) for s in (config.strategies or strategies.names())]
+    for spec in specs:
+        strategies.build(spec)
+    return specs
+
+
+def trace_hash(trace: Trace) -> str:
+    return hashlib.sha256(native.dumps(trace).encode()).hexdigest()
+
+
+def task_key(trace_sha: str, spec: strategies.StrategySpec, config: RunConfig) -> str:
+    cls, _ = strategies.resolve(spec.name)
+    material = json.dumps(
+        [SCHEMA_VERSION, __version__, trace_sha, spec.name, dict(spec.params), cls.version, config.model,
+         config.summarizer, config.summarizer_model, config.seconds_per_call, config.cache_ttl,
+         config.summarizer_options],
+        sort_keys=True, default=str,
+    )
+    return hashlib.sha256(material.encode()).hexdigest()[:24]
+
+
+# Worker state: the traces and their counts, shipped once per process.
+_TRACES: list[Trace] = []
+_COUNTERS: dict[int, TokenCounter] = {}
+
+
+def _init_worker(traces: list[Trace], counts: list[list[int]]) -> None:
+    global _TRACES
+    _TRACES = traces
+    _COUNTERS.clear()
+    for i, (trace, n) in enumerate(zip(traces, counts, strict=True)):
+        counter = TokenCounter()
+        counter.adopt(trace.messages, n)
+        _COUNTERS[i] = counter
+
+
+def _observers(trace: Trace) -> tuple[Callable[..., list[dict]], ...]:
+    try:
+        from bench.probes import needle_observer
+    except ImportError:
+        return ()
+    return (needle_observer(trace),)
+
+
+def run_task(index: int, spec: strategies.StrategySpec, config: RunConfig) -> TaskResult:
+    """Replay one trace through one strategy; any exception becomes the task's recorded error."""
+    trace = _TRACES[index]
+    try:
+        from bench.summarizers import build as build_summarizer
+
+        summarizer = build_summarizer(config.summarizer, **config.summarizer_options)
+        replay_config = ReplayConfig(
+            profile(config.model),
+            profile(config.summarizer_model) if config.summarizer_model else None,
+            config.seconds_per_call,
+            config.cache_ttl,
+        )
+        return replay(trace, strategies.build(spec), replay_config, counter=_COUNTERS[index],
+                      summarizer=summarizer, label=spec.label, observers=_observers(trace))
+    except Exception as e:  # noqa: BLE001 - recorded, never lost
+        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        return TaskResult(trace.id, spec.label, error=f"{detail} (at {tb.filename}:{tb.lineno})")
+
+
+def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
+    """Replay every (trace, strategy) task and write out/<run>/."""
+    profile(config.model)  # an unknown model fails before any work
+    specs = strategy_specs(config)
+    traces = load_traces(config)
+    if not traces:
+        raise ValueError("no traces to replay")
+    run_dir = config.run_dir
+    tasks_dir = run_dir / "tasks"
+    counter = TokenCounter()
+    counts = [counter.counts(t.messages) for t in traces]
+    hashes = [trace_hash(t) for t in traces]
+    todo: list[tuple[int, strategies.StrategySpec, str]] = []
+    results: dict[tuple[int, int], TaskResult] = {}
+    resumed = 0
+    for ti in range(len(traces)):
+        for si, spec in enumerate(specs):
+            key = task_key(hashes[ti], spec, config)
+            done = load_task(tasks_dir / f"{key}.json")
+            if done is not None and not done.error:
+                results[(ti, si)] = done
+                resumed += 1
+            else:
+                todo.append((ti, spec, key))
+    position = {(ti, spec.label): si for ti in range(len(traces)) for si, spec in enumerate(specs)}
+
+    def finish(ti: int, key: str, result: TaskResult) -> None:
+        results[(ti, position[(ti, result.strategy)])] = result
+        if not result.error:
+            atomic_write(tasks_dir / f"{key}.json", task_to_json(result))
+
+    bar = tqdm(total=len(todo), desc="replaying", unit="task", disable=not progress or not todo)
+    if config.workers <= 1 or len(todo) <= 1:
+        _init_worker(traces, counts)
+        for ti, spec, key in todo:
+            finish(ti, key, run_task(ti, spec, config))
+            bar.update()
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(config.workers, mp_context=ctx, initializer=_init_worker,
+                                 initargs=(traces, counts)) as pool:
+            futures = {pool.submit(run_task, ti, spec, config): (ti, spec, key) for ti, spec, key in todo}
+            for fut in as_completed(futures):
+                ti, spec, key = futures[fut]
+                finish(ti, key, fut.result())
+                bar.update()
+    bar.close()
+    ordered = [results[k] for k in sorted(results)]
+    table = results_table(ordered)
+    run_info = {
+        "config": asdict(config),
+        "strategies": [{"label": s.label, "name": s.name, "params": dict(s.params),
+                        "version": strategies.resolve(s.name)[0].version,
+                        "citation": strategies.resolve(s.name)[0].citation} for s in specs],
+        "traces": [{"id": t.id, "agent": t.agent, "sha256": h, "messages": len(t.messages), "calls": t.n_calls,
+                    "source": t.source} for t, h in zip(traces, hashes, strict=True)],
+        "pricing_table": price_table()[0],
+        "tokenizer": counter.tokenizer.name,
+        "provenance": provenance(),
+    }
+    write_run(run_dir, ordered, table, run_info)
+    return RunOutput(run_dir, ordered, table, by_strategy(table), resumed)
+
+
+def format_summary(summary: pd.DataFrame) -> str:
+    """The comparison table printed at the end of a run."""
+    if summary.empty:
+        return "(no results)"
+    view = summary.copy()
+    view["input_tokens"] = view.input_tokens.map(lambda x: f"{x / 1e6:.2f}M")
+    view["peak_context"] = view.peak_context.map(lambda x: f"{x / 1e3:.0f}K")
+    if "saving_vs_none" in view:
+        view["saving_vs_none"] = view.saving_vs_none.map(lambda x: f"{x:+.1%}")
+    for col in ("cost", "cost_no_cache"):
+        view[col] = view[col].map(lambda x: f"${x:,.2f}")
+    return view.to_string(index=False)

@@ -1,0 +1,68 @@
+"""The cache ledger on hand-computed calls, and the price table's refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.pricing import PromptCache, UnknownModelError, profile
+
+
+def test_three_call_example_by_hand():
+    """Sonnet 4.5: input $3, 5-min write $3.75, read $0.30 per MTok; min prefix 1,024."""
+    m = profile("claude-sonnet-4-5")
+    cache = PromptCache(m)
+    # call 1: system (2,000) + user (500): nothing to read, all 2,500 written
+    s1 = cache.request(["S", "U1"], [2000, 500], now=0)
+    assert (s1.cache_read, s1.cache_write, s1.uncached) == (0, 2500, 0)
+    # call 2: prefix kept, the answer (100) and a tool result (400) appended: reads 2,500, writes 500
+    s2 = cache.request(["S", "U1", "A1", "R1"], [2000, 500, 100, 400], now=10)
+    assert (s2.cache_read, s2.cache_write, s2.uncached, s2.prefix_break) == (2500, 500, 0, False)
+    # call 3: U1 rewritten (a prune): only the system prompt is read, the rest re-written
+    s3 = cache.request(["S", "U1*", "A1", "R1", "A2", "R2"], [2000, 50, 100, 400, 100, 300], now=20)
+    assert (s3.cache_read, s3.cache_write, s3.uncached, s3.prefix_break) == (2000, 950, 0, True)
+    cost = m.cost(uncached=0, cache_read=2000, cache_write=950, output=0)
+    assert cost == pytest.approx((2000 * 0.30 + 950 * 3.75) / 1e6)
+
+
+def test_below_minimum_prefix_nothing_is_cached():
+    m = profile("claude-haiku-4-5")  # min cacheable prefix 4,096
+    cache = PromptCache(m)
+    s1 = cache.request(["S", "U"], [2000, 500], now=0)
+    s2 = cache.request(["S", "U", "A", "R"], [2000, 500, 100, 400], now=5)
+    assert (s1.cache_read, s1.cache_write, s1.uncached) == (0, 0, 2500)
+    assert (s2.cache_read, s2.cache_write, s2.uncached) == (0, 0, 3000)
+
+
+def test_cache_expires_after_its_lifetime():
+    cache = PromptCache(profile("claude-sonnet-4-5"))
+    cache.request(["S"], [5000], now=0)
+    assert cache.request(["S", "U"], [5000, 10], now=299).cache_read == 5000  # a hit refreshes it
+    assert cache.request(["S", "U", "V"], [5000, 10, 10], now=299 + 301).cache_read == 0
+
+
+def test_openai_bills_no_writes():
+    cache = PromptCache(profile("gpt-5"))
+    s1 = cache.request(["S"], [3000], now=0)
+    s2 = cache.request(["S", "U"], [3000, 700], now=1)
+    assert (s1.cache_write, s1.uncached) == (0, 3000)
+    assert (s2.cache_read, s2.cache_write, s2.uncached) == (3000, 0, 700)
+
+
+def test_long_context_tier_applies_to_the_whole_request():
+    m = profile("claude-sonnet-4-5-1m")
+    below = m.cost(uncached=200_000, cache_read=0, cache_write=0, output=1000)
+    above = m.cost(uncached=200_001, cache_read=0, cache_write=0, output=1000)
+    assert below == pytest.approx((200_000 * 3 + 1000 * 15) / 1e6)
+    assert above == pytest.approx((200_001 * 6 + 1000 * 22.5) / 1e6)
+
+
+def test_window_check_uses_input_limit_and_output_room():
+    gpt5 = profile("gpt-5")
+    assert gpt5.fits(272_000, 1000) and not gpt5.fits(272_001, 10)
+    sonnet = profile("claude-sonnet-4-5")
+    assert sonnet.fits(199_000, 1000) and not sonnet.fits(199_500, 1000)
+
+
+def test_unknown_model_is_refused_with_suggestions():
+    with pytest.raises(UnknownModelError, match=r"no price for model 'claude-sonet-4-5'.*Did you mean claude-sonnet-4-5"):
+        profile("claude-sonet-4-5")

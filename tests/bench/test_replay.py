@@ -1,0 +1,127 @@
+"""The replay loop: overflow path, hook order, events, summarizer billing, failure recording."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import strategies
+from bench.pricing import profile
+from bench.replay import ReplayConfig, replay
+from bench.tokens import TokenCounter
+from strategies.base import Outcome, Strategy, event
+from traces.model import Message, Text, ToolResult, ToolUse, Trace
+
+TINY = replace(profile("claude-sonnet-4-5"), id="tiny", context_window=3_000, max_output=500)
+
+
+def growing_trace(steps: int = 10, size: int = 1200) -> Trace:
+    msgs = [Message.text_message("system", "system prompt"), Message.text_message("user", "go")]
+    for i in range(steps):
+        msgs.append(Message("assistant", (ToolUse(f"c{i}", "bash", {"command": f"cat log{i}"}),)))
+        msgs.append(Message("user", (ToolResult(f"c{i}", "x " * size),)))
+    msgs.append(Message.text_message("assistant", "done"))
+    return Trace("grow", tuple(msgs))
+
+
+def test_none_overflows_once_the_request_exceeds_the_window():
+    trace = growing_trace()
+    result = replay(trace, strategies.build("none"), ReplayConfig(TINY), counter=TokenCounter())
+    assert len(result.calls) == trace.n_calls == 11
+    flags = [c.overflow for c in result.calls]
+    # each step adds ~1,200 tokens: calls 0-1 fit in 3,000 minus the answer, later ones do not
+    first_over = flags.index(True)
+    assert all(flags[first_over:]) and not any(flags[:first_over])
+    assert all(c.prompt_tokens + c.output_tokens > TINY.context_window for c in result.calls[first_over:])
+    assert not result.events
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropOldest(Strategy):
+    """Test strategy: on a 413, keep the system prompt, the first user message and the newest pair."""
+
+    name = "drop-oldest"
+
+    def on_overflow(self, ctx, session):
+        new = ctx.replace((*ctx.messages[:2], *ctx.messages[-2:]))
+        return Outcome(new, (event("drop", ctx, new, touched=len(ctx) - len(new)),))
+
+
+def test_on_overflow_rescues_the_call_and_is_recorded():
+    result = replay(growing_trace(), DropOldest(), ReplayConfig(TINY), counter=TokenCounter())
+    assert not any(c.overflow for c in result.calls)
+    drops = [e for e in result.events if e.kind == "drop"]
+    assert drops and all(e.hook == "on_overflow" and e.tokens_after < e.tokens_before for e in drops)
+    assert all(c.prompt_tokens + c.output_tokens <= TINY.context_window for c in result.calls)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GiveUp(Strategy):
+    name = "give-up"
+
+    def on_overflow(self, ctx, session):
+        return Outcome(ctx, (event("fail", ctx, ctx),), fail="circuit breaker open")
+
+
+def test_a_failing_strategy_ends_the_session_and_keeps_earlier_calls():
+    result = replay(growing_trace(), GiveUp(), ReplayConfig(TINY), counter=TokenCounter())
+    assert result.failed and "circuit breaker open" in result.failed
+    assert 0 < len(result.calls) < 11 and not any(c.overflow for c in result.calls)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SummarizeEverything(Strategy):
+    name = "summarize-all"
+
+    def before_call(self, ctx, session):
+        if session.call_index != 5:
+            return None
+        summary = session.summarize(ctx.messages[1:], prompt="Summarize.", max_tokens=200)
+        new = ctx.replace((ctx.messages[0], Message.text_message("user", summary.text)))
+        return Outcome(new, (event("summarize", ctx, new, summary_tokens=summary.output_tokens),))
+
+
+def test_summarizer_calls_are_billed_as_their_own_rows_and_observed():
+    seen = []
+    result = replay(growing_trace(), SummarizeEverything(), ReplayConfig(profile("claude-sonnet-4-5")),
+                    counter=TokenCounter(), observers=(lambda moment, call, ctx: seen.append((moment, call)) or [],))
+    rows = [c for c in result.calls if c.kind == "summarizer"]
+    assert len(rows) == 1 and rows[0].call == 5 and rows[0].output_tokens > 0 and rows[0].cost > 0
+    assert len(result.summaries) == 1 and result.summaries[0].tokens == rows[0].output_tokens
+    assert seen == [("compaction", 5), ("end", 10)]
+    agent = [c for c in result.calls if c.kind == "agent"]
+    assert agent[5].prompt_tokens < agent[4].prompt_tokens  # the summary replaced the history
+
+
+def test_last_usage_is_the_previous_simulated_call():
+    usages = []
+
+    @dataclass(frozen=True, kw_only=True)
+    class Spy(Strategy):
+        name = "spy"
+
+        def before_call(self, ctx, session):
+            usages.append(session.last_usage)
+            return None
+
+    result = replay(growing_trace(3), Spy(), ReplayConfig(profile("claude-sonnet-4-5")), counter=TokenCounter())
+    assert usages[0] is None
+    for usage, previous in zip(usages[1:], result.calls, strict=False):
+        assert usage.prompt_tokens == previous.prompt_tokens and usage.output_tokens == previous.output_tokens
+
+
+def test_recorded_timestamps_drive_the_cache_lifetime():
+    trace = growing_trace(2, size=2000)
+    stamped = [replace(m, timestamp=1000.0 + 400 * i) for i, m in enumerate(trace.messages)]
+    result = replay(replace(trace, messages=tuple(stamped)), strategies.build("none"),
+                    ReplayConfig(profile("claude-sonnet-4-5")), counter=TokenCounter())
+    # 800 s between calls: the 5-minute cache has always expired
+    assert all(c.cache_read == 0 for c in result.calls)
+    paced = replay(trace, strategies.build("none"), ReplayConfig(profile("claude-sonnet-4-5")), counter=TokenCounter())
+    assert paced.calls[-1].cache_read > 0
+
+
+def test_text_answer_without_usage_counts_its_own_tokens_as_output():
+    trace = Trace("t", (Message.text_message("system", "s"), Message.text_message("user", "hi"),
+                        Message("assistant", (Text("hello there"),))))
+    (call,) = replay(trace, strategies.build("none"), ReplayConfig(profile("gpt-5")), counter=TokenCounter()).calls
+    assert call.output_tokens == TokenCounter().truth(trace.messages[-1])

@@ -1,0 +1,55 @@
+"""Token counts: computed once per message and shared; estimators as the real agents define them."""
+
+from __future__ import annotations
+
+import strategies
+from bench.pricing import profile
+from bench.replay import ReplayConfig, replay
+from bench.tokens import MESSAGE_OVERHEAD, TokenCounter
+from traces.model import Message, Text, ToolResult, ToolUse, Trace
+
+
+def small_trace(n: int = 12) -> Trace:
+    msgs = [Message.text_message("system", "sys " * 50), Message.text_message("user", "do the task")]
+    for i in range(n):
+        msgs.append(Message("assistant", (ToolUse(f"c{i}", "bash", {"command": f"ls {i}"}),)))
+        msgs.append(Message("user", (ToolResult(f"c{i}", f"out {i} " * 40),)))
+    msgs.append(Message.text_message("assistant", "finished"))
+    return Trace("small", tuple(msgs))
+
+
+def test_truth_counts_each_message_once_across_strategies():
+    trace = small_trace()
+    counter = TokenCounter()
+    config = ReplayConfig(profile("claude-sonnet-4-5"))
+    for name in ("none", "none", "opencode"):
+        replay(trace, strategies.build(name), config, counter=counter)
+    truth_calls = len(counter._truth)
+    # every trace message counted exactly once for truth, once per estimator used (chars/4 here);
+    # messages built by strategies (markers, summaries) add their own, also once each.
+    assert truth_calls >= len(trace.messages)
+    assert counter.calls == truth_calls + len(counter._est)
+    before = counter.calls
+    replay(trace, strategies.build("none"), config, counter=counter)
+    assert counter.calls == before  # a fourth replay counts nothing anew
+
+
+def test_prime_batches_and_matches_single_counts():
+    trace = small_trace(3)
+    batched, single = TokenCounter(), TokenCounter()
+    batched.prime(trace.messages)
+    assert [batched.truth(m) for m in trace.messages] == [single.truth(m) for m in trace.messages]
+    assert batched.calls == len(trace.messages)
+
+
+def test_estimators_follow_the_agents_rules():
+    counter = TokenCounter()
+    m = Message("user", (Text("é" * 10),))  # 10 chars, 20 UTF-8 bytes
+    assert counter.estimate(m, "chars/4") == round(10 / 4)  # OpenCode: round(chars/4)
+    assert counter.estimate(m, "bytes/4") == 5  # Codex: ceil(bytes/4)
+    assert counter.truth(m) == counter.text("é" * 10) + MESSAGE_OVERHEAD
+
+
+def test_special_tokens_in_text_do_not_crash():
+    counter = TokenCounter()
+    assert counter.truth(Message.text_message("user", "a <|endoftext|> b")) > MESSAGE_OVERHEAD

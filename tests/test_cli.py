@@ -1,0 +1,82 @@
+"""The command line end to end on a tiny trace: run, list, import, clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from bench.cli import main
+from traces import native
+from traces.model import Message, ToolResult, ToolUse, Trace
+
+
+@pytest.fixture
+def trace_file(tmp_path):
+    msgs = [Message.text_message("system", "sys"), Message.text_message("user", "inspect the logs")]
+    for i in range(6):
+        msgs.append(Message("assistant", (ToolUse(f"c{i}", "bash", {"command": f"cat {i}.log"}),)))
+        msgs.append(Message("user", (ToolResult(f"c{i}", f"line {i}\n" * 300),)))
+    msgs.append(Message.text_message("assistant", "done"))
+    return native.write(Trace("tiny", tuple(msgs)), tmp_path / "tiny.cbt.jsonl")
+
+
+def test_run_writes_every_output_and_prints_the_table(tmp_path, trace_file, capsys):
+    code = main(["run", "--traces", str(trace_file), "--strategies", "none", "opencode", "--workers", "1",
+                 "--name", "t", "--out", str(tmp_path / "out"), "--quiet", "--no-report"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "none" in out and "opencode" in out and "cost" in out
+    run_dir = tmp_path / "out" / "t"
+    for name in ("results.csv", "calls.csv", "events.jsonl", "summaries.jsonl", "run.json"):
+        assert (run_dir / name).exists(), name
+    results = pd.read_csv(run_dir / "results.csv")
+    assert set(results.strategy) == {"none", "opencode"}
+    calls = pd.read_csv(run_dir / "calls.csv")
+    assert len(calls[(calls.kind == "agent") & (calls.strategy == "none")]) == 7
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["schema_version"] == 1 and info["config"]["model"] == "claude-sonnet-4-5"
+    assert info["traces"][0]["sha256"] and info["tokenizer"] == "cl100k_base"
+    assert {s["label"] for s in info["strategies"]} == {"none", "opencode"}
+
+
+def test_a_second_run_resumes_finished_tasks(tmp_path, trace_file, capsys):
+    args = ["run", "--traces", str(trace_file), "--strategies", "none", "--workers", "1",
+            "--name", "r", "--out", str(tmp_path), "--quiet", "--no-report"]
+    assert main(args) == 0
+    first = (tmp_path / "r" / "results.csv").read_text()
+    assert main(args) == 0
+    assert "(1 resumed)" in capsys.readouterr().out
+    assert (tmp_path / "r" / "results.csv").read_text() == first
+
+
+def test_unknown_strategy_fails_before_any_replay(tmp_path, trace_file, capsys):
+    out = tmp_path / "out"
+    code = main(["run", "--traces", str(trace_file), "--strategies", "opencod", "--out", str(out), "--quiet"])
+    assert code == 2
+    assert "Did you mean 'opencode'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_unknown_model_is_refused(tmp_path, trace_file, capsys):
+    assert main(["run", "--traces", str(trace_file), "--model", "gpt-9", "--out", str(tmp_path)]) == 2
+    assert "no price for model 'gpt-9'" in capsys.readouterr().err
+
+
+def test_missing_trace_file_is_named(tmp_path, capsys):
+    assert main(["run", "--traces", str(tmp_path / "nope.jsonl"), "--strategies", "none", "--out", str(tmp_path)]) == 2
+    assert "nope.jsonl" in capsys.readouterr().err
+
+
+def test_list_strategies_shows_citations_and_defaults(capsys):
+    assert main(["list", "strategies"]) == 0
+    out = capsys.readouterr().out
+    assert "opencode" in out and "prune" in out.lower()
+
+
+def test_import_writes_native_and_prints_a_line_per_trace(tmp_path, trace_file, capsys):
+    assert main(["import", str(trace_file), "--out", str(tmp_path / "imp")]) == 0
+    out = capsys.readouterr().out
+    assert "tiny: unknown, 15 messages, 6 tool calls" in out
+    assert native.read(tmp_path / "imp" / "tiny.cbt.jsonl") == native.read(trace_file)
