@@ -1,5 +1,6 @@
 # Every target sets itself up: `setup` creates .venv and installs the project (editable, with the
-# dev extra) once; the stamp file makes it idempotent and is refreshed when pyproject.toml changes.
+# dev extra) once, pinned by constraints.txt; the stamp file makes it idempotent and is refreshed when
+# pyproject.toml or constraints.txt change.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -11,10 +12,9 @@ export HF_DATASETS_OFFLINE ?= 1
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 bench: setup
