@@ -22,6 +22,7 @@ from dataclasses import fields, is_dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
+from strategies._tools import drop_range, rewrite_results
 from strategies.base import HOOKS, Event, Outcome, Strategy, StrategySpec, event
 
 __all__ = [
@@ -33,10 +34,12 @@ __all__ = [
     "StrategySpec",
     "StrategyError",
     "build",
+    "drop_range",
     "event",
     "names",
     "parse_spec",
     "resolve",
+    "rewrite_results",
 ]
 
 ENTRY_POINT_GROUP = "compaction_bench.strategies"
