@@ -32,21 +32,24 @@ METRICS: tuple[Metric, ...] = (
     Metric("input_tokens", "tokens", True,
            "Prompt tokens billed over the run: every agent call plus every summarizer call (truth tokenizer)."),
     Metric("saving_vs_none", "fraction", False,
-           "1 − input_tokens / input_tokens of `none` on the same trace; negative means more tokens than never compacting."),
+           "1 − input_tokens / input_tokens of `none` on the same trace; "
+           "negative means more tokens than never compacting."),
     Metric("peak_context", "tokens", True, "Largest prompt sent in one agent call."),
     Metric("mean_context", "tokens", True, "Mean prompt size over the agent calls."),
     Metric("compactions", "count", None, "Summarize and handoff events (LLM-backed rewrites of the history)."),
     Metric("events", "count", None, "All strategy events (prune, truncate, mask, drop, dedup, summarize, ...)."),
     Metric("overflows", "calls", True,
            "Agent calls whose prompt still did not fit the model's window after the strategy's reactive path."),
-    Metric("cost", "USD", True, "Dollars with the prompt cache (reads, 5-min writes, uncached input, output, summarizer calls)."),
+    Metric("cost", "USD", True,
+           "Dollars with the prompt cache (reads, 5-min writes, uncached input, output, summarizer calls)."),
     Metric("cost_no_cache", "USD", True, "Dollars had every prompt token been billed at the plain input rate."),
     Metric("cache_hit_rate", "fraction", False, "Share of prompt tokens read from the prompt cache."),
     Metric("prefix_breaks", "calls", True,
            "Agent calls that re-used less of the cached prefix than the previous request had written."),
     Metric("summarizer_cost_share", "fraction", True, "Share of `cost` spent on summarizer calls."),
     Metric("false_economy", "flag", True,
-           "Bills fewer input tokens than `none` on the same trace but costs more dollars (the prompt cache was broken)."),
+           "Bills fewer input tokens than `none` on the same trace but costs more dollars "
+           "(the prompt cache was broken)."),
 )
 METRIC_BY_NAME = {m.name: m for m in METRICS}
 

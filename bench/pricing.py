@@ -164,13 +164,13 @@ class PromptCache:
         msgs = tuple(messages)
         total = sum(counts)
         alive = [e for e in self._entries if now - e.written_at <= self.ttl_seconds]
-        best_len, best_tokens, best_entry = 0, 0, None
+        best_tokens, best_entry = 0, None
         for e in alive:
             n = _common_prefix(e.messages, msgs)
             if n and e.prefix_tokens[n - 1] > best_tokens:
-                best_len, best_tokens, best_entry = n, e.prefix_tokens[n - 1], e
+                best_tokens, best_entry = e.prefix_tokens[n - 1], e
         if best_tokens < self.model.min_cache_prefix:
-            best_len, best_tokens, best_entry = 0, 0, None
+            best_tokens, best_entry = 0, None
         previous = next((e for e in reversed(alive) if e.stream == stream), None)
         prefix_break = previous is not None and best_tokens < previous.prefix_tokens[-1]
         cacheable = total >= self.model.min_cache_prefix

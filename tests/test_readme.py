@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from bench.metrics import glossary
-from tests.strategies.test_contract import CONFIG, check_strategy
 from tests.bench.test_replay import growing_trace
+from tests.strategies.test_contract import CONFIG, check_strategy
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traces.model import (
     Block,
@@ -34,6 +34,9 @@ from traces.model import (
 FORMAT = "compaction-bench-trace"
 SCHEMA_VERSION = 1
 SUFFIX = ".cbt.jsonl"
+
+if TYPE_CHECKING:
+    from traces.formats import ReadResult
 
 
 def block_to_dict(b: Block) -> dict[str, Any]:
@@ -187,7 +190,7 @@ def sniff_file(path: Path, head: str) -> str | None:
     return None if sniff(first) else f"first line is not a {FORMAT} header"
 
 
-def read_file(path: Path, *, lenient: bool = False) -> "ReadResult":
+def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
     from traces.formats import ReadResult
 
     return ReadResult([read(path)], 0)

@@ -64,5 +64,5 @@ def test_window_check_uses_input_limit_and_output_room():
 
 
 def test_unknown_model_is_refused_with_suggestions():
-    with pytest.raises(UnknownModelError, match=r"no price for model 'claude-sonet-4-5'.*Did you mean claude-sonnet-4-5"):
+    with pytest.raises(UnknownModelError, match=r"no price for model 'claude-sonet-4-5'.*Did you mean claude-sonnet-4-5"):  # noqa: E501
         profile("claude-sonet-4-5")

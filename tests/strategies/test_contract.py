@@ -62,7 +62,8 @@ def traces(draw: st.DrawFn) -> Trace:
             )
             msgs.append(Message("user", results))
         if draw(st.integers(0, 6)) == 0 or not uses:
-            msgs.append(Message.text_message("user", f"Human turn {step}: now also check module m{step} (ref T-{step})"))
+            turn = f"Human turn {step}: now also check module m{step} (ref T-{step})"
+            msgs.append(Message.text_message("user", turn))
     msgs.append(Message.text_message("assistant", "All done."))
     return Trace("random", tuple(msgs))
 

@@ -8,7 +8,17 @@ import pytest
 
 from traces import native
 from traces.model import (
-    Image, Message, Needle, RecordedCompaction, Text, Thinking, ToolResult, ToolUse, Trace, TraceError, Usage,
+    Image,
+    Message,
+    Needle,
+    RecordedCompaction,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    Trace,
+    TraceError,
+    Usage,
 )
 
 
