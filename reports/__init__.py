@@ -24,7 +24,7 @@ from reports import charts, tables
 __all__ = ["RunData", "load", "render"]
 
 TEMPLATE = Path(__file__).parent / "templates" / "report.html"
-SAWTOOTH_LINES = 10
+SAWTOOTH_LINES = 6
 LIMITATION = (
     "Every strategy replays the same recorded future. After a compaction the agent's next messages are "
     "still the ones it wrote with its full history in view: a live agent that had forgotten something "
@@ -77,7 +77,8 @@ def _sawtooth_trace(rows: pd.DataFrame) -> str:
 
 
 def _sawtooth_strategies(rows: pd.DataFrame, trace: str) -> list[str]:
-    r = rows[rows.trace == trace].sort_values(["compactions", "cost"], ascending=[False, True])
+    """``none`` and the cheapest others on that trace: more lines than this become a tangle."""
+    r = rows[rows.trace == trace].sort_values(["cost", "strategy"])
     others = [s for s in r.strategy if s != tables.BASELINE][: SAWTOOTH_LINES - 1]
     return ([tables.BASELINE] if (r.strategy == tables.BASELINE).any() else []) + others
 
@@ -92,17 +93,19 @@ def _window(info: dict[str, Any]) -> int | None:
 
 
 def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFrame,
-            trace: str | None) -> list[tuple[str, str]]:
+            trace: str | None, sawtooth: list[str] | None) -> list[tuple[str, str]]:
     """Draw every chart; returns (file name, caption) in page order."""
     order = totals.strategy.tolist()
     colors = charts.palette(order)
-    trace = trace or _sawtooth_trace(rows)
-    shown = _sawtooth_strategies(rows, trace)
+    finished = rows[rows.error == ""]
+    trace = trace or _sawtooth_trace(finished)
+    shown = [s for s in sawtooth if s in colors] if sawtooth else _sawtooth_strategies(finished, trace)
     out = [
         (charts.context_over_calls(run.calls, trace, shown, colors, run_dir / "context_over_calls.png",
                                    window=_window(run.info)),
          f"Prompt tokens sent at each agent call of trace <code>{html.escape(trace)}</code>: each drop is a "
-         f"compaction. {len(shown)} of {len(order)} strategies shown (those that compacted most)."),
+         f"compaction. {len(shown)} of {len(order)} strategies shown"
+         + ("." if sawtooth else ": <code>none</code> and the cheapest on this trace.")),
         (charts.cost_vs_saving(totals, colors, run_dir / "cost_vs_saving.png"),
          "Input-token saving against dollar change, both relative to <code>none</code>. Points in the red "
          "quadrant bill fewer tokens yet cost more: rewriting old messages broke the prompt cache."),
@@ -136,19 +139,23 @@ def _provenance(info: dict[str, Any], name: str) -> str:
         ("packages", ", ".join(f"{k} {v}" for k, v in (prov.get("packages") or {}).items() if v)),
     ]
     dl = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(str(v))}</dd>" for k, v in items if v not in (None, ""))
-    traces = "".join(
-        f"<tr><td>{html.escape(str(t.get('id')))}</td><td>{html.escape(str(t.get('agent', '')))}</td>"
-        f"<td class=num>{t.get('calls', '')}</td><td><code>{html.escape(str(t.get('sha256', ''))[:12])}</code></td></tr>"
-        for t in info.get("traces", []))
-    strategies = "".join(
-        f"<tr><td>{html.escape(str(s.get('label')))}</td><td class=num>{s.get('version', '')}</td>"
-        f"<td>{html.escape(str(s.get('citation', '')))}</td></tr>" for s in info.get("strategies", []))
+    traces = [(t.get("id"), t.get("agent", ""), t.get("calls", ""), str(t.get("sha256", ""))[:12])
+              for t in info.get("traces", [])]
+    strategies = [(s.get("label"), s.get("version", ""), s.get("citation", "")) for s in info.get("strategies", [])]
     return (f"<dl>{dl}</dl>"
-            + (f"<details><summary>{len(info.get('traces', []))} traces</summary><table class=plain><tr><th>trace"
-               f"</th><th>agent</th><th>calls</th><th>sha256</th></tr>{traces}</table></details>" if traces else "")
-            + (f"<details><summary>{len(info.get('strategies', []))} strategies and their sources</summary>"
-               f"<table class=plain><tr><th>strategy</th><th>version</th><th>source</th></tr>{strategies}</table>"
-               "</details>" if strategies else ""))
+            + _details(f"{len(traces)} traces", ("trace", "agent", "calls", "sha256"), traces)
+            + _details(f"{len(strategies)} strategies and their sources", ("strategy", "version", "source"),
+                       strategies))
+
+
+def _details(title: str, header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
+    """A collapsed plain table, or nothing when there are no rows."""
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r) + "</tr>" for r in rows)
+    return (f"<details><summary>{html.escape(title)}</summary><table class=plain><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></details>")
 
 
 def _events_html(events: pd.DataFrame, order: list[str]) -> str:
@@ -163,25 +170,27 @@ def _events_html(events: pd.DataFrame, order: list[str]) -> str:
 
 
 def _failures_html(rows: pd.DataFrame) -> str:
-    errors = rows.error if "error" in rows else pd.Series("", index=rows.index)
-    bad = rows[(rows.failed != "") | (errors != "")]
+    bad = rows[(rows.failed != "") | (rows.error != "")]
     if bad.empty:
         return "<p class=muted>Every task finished.</p>"
-    items = "".join(f"<li><code>{html.escape(str(r.trace))}</code> × <b>{html.escape(str(r.strategy))}</b>: "
-                    f"{html.escape(str(r.failed or errors[i]))}</li>" for i, r in bad.iterrows())
+    items = "".join(
+        f"<li><code>{html.escape(str(r.trace))}</code> × <b>{html.escape(str(r.strategy))}</b>: "
+        + (f"harness error, left out of the totals: {html.escape(r.error)}" if r.error else
+           f"stopped by the strategy: {html.escape(r.failed)}") + "</li>" for _, r in bad.iterrows())
     return f"<ul class=failures>{items}</ul>"
 
 
-def render(run_dir: Path, *, trace: str | None = None) -> Path:
+def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | None = None) -> Path:
     """Write report.html and its PNG charts into ``run_dir``; returns the HTML's path.
 
-    ``trace`` picks the trace of the context-over-calls chart (default: where compaction was busiest).
+    ``trace`` picks the trace of the context-over-calls chart (default: where compaction was busiest)
+    and ``sawtooth`` its strategies (default: ``none`` and the five cheapest on that trace).
     """
     run_dir = Path(run_dir)
     run = load(run_dir)
     rows = tables.trace_rows(run.results, run.calls)
     totals = tables.strategy_totals(rows, run.calls)
-    figures = _charts(run, run_dir, rows, totals, trace)
+    figures = _charts(run, run_dir, rows, totals, trace, sawtooth)
     per_trace = "".join(
         f"<details><summary><code>{html.escape(str(t))}</code> — {len(r)} strategies</summary>"
         + tables.table_html(r.sort_values("cost"), css_class="results compact") + "</details>"
@@ -191,9 +200,9 @@ def render(run_dir: Path, *, trace: str | None = None) -> Path:
         "run_name": html.escape(run.name),
         "subtitle": html.escape(f"{rows.trace.nunique()} traces × {len(totals)} strategies, "
                                 f"{int((run.calls.kind == 'agent').sum()):,} agent calls replayed"),
-        "headline": "".join(f"<li>{line}</li>" for line in tables.headline(totals)),
+        "headline": "".join(f"<li>{line}</li>" for line in tables.headline(totals, int((rows.error != "").sum()))),
         "limitation": html.escape(LIMITATION),
-        "summary_table": tables.table_html(totals),
+        "summary_table": tables.table_html(totals, keys=tables.SUMMARY_COLUMNS),
         "charts": "".join(
             f'<figure><img src="{name}" alt="{html.escape(name)}" width="{charts.SIZE_PIXELS[0]}" '
             f'height="{charts.SIZE_PIXELS[1]}" loading="eager"><figcaption>{caption}</figcaption></figure>'

@@ -175,3 +175,17 @@ def remember_files(messages: Sequence[Message], files: dict[str, str]) -> None:
     for path, content in files_shown(messages):
         files.pop(path, None)
         files[path] = content
+
+
+# --- added for masking / openhands / aider / goose / tiered -------------------------------------
+
+def quote_latest_human(text: str, messages: Sequence[Message], kept: Sequence[Message]) -> str:
+    """``text`` plus the latest human turn, when that turn is neither kept nor already quoted.
+
+    Summaries that replace the message holding the user's latest request must carry it on
+    (the harness contract; most real summary prompts ask for it too).
+    """
+    human = latest_human(messages)
+    if human is None or any(m is human for m in kept) or human.text in text:
+        return text
+    return f"{text}\n\nThe user's latest message:\n{human.text}"

@@ -24,6 +24,10 @@ __all__ = ["READERS", "ReadResult", "UnknownFormatError", "detect", "load", "rea
 
 READERS: dict[str, str] = {
     "native": "traces.native",
+    "claude-code": "traces.formats.claude_code",
+    "codex": "traces.formats.codex",
+    "cline": "traces.formats.cline",
+    "opencode": "traces.formats.opencode",
 }
 """Format name → importer module, in sniffing order."""
 

@@ -1,0 +1,229 @@
+"""Needle retention: is each planted (or derived) fact still in what the agent sends?
+
+Scoring is exact presence in the context as sent (evaluation.md §B6, §F.10): an **upper bound**
+on what the model would recall, free and deterministic. Each (needle, probe point) row gets one
+class (evaluation.md §F.7, after the conformance kit's typed canaries):
+
+- ``retained-verbatim``: the expected answer is in the context;
+- ``stale``: an update needle's superseded ``old_answer`` is there and the new answer is not;
+- ``recoverable-by-reference``: the answer is gone but the needle's ``reference`` (a path or a
+  command that would fetch it again) is still there;
+- ``missing``: none of these;
+- control needles (never stated) are ``false-positive`` when found, else ``absent``.
+
+Extension point, LLM probe mode (§F.10): pass ``judge`` to ``needle_observer``. It is called as
+``judge(needle, context_text)`` only for rows not retained verbatim and may return another class
+(e.g. ``"retained-paraphrased"``) or None to keep the exact-match class. Judged runs must be
+labelled as such and replicated (Lost in Compaction: up to 14x run-to-run spread).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bench.context import Context
+from bench.records import TaskResult
+from bench.replay import Observer
+from bench.tokens import render
+from traces.model import Message, Needle, Trace
+
+VERBATIM, RECOVERABLE, STALE, MISSING = "retained-verbatim", "recoverable-by-reference", "stale", "missing"
+FALSE_POSITIVE, ABSENT = "false-positive", "absent"
+CLASSES = (VERBATIM, RECOVERABLE, STALE, MISSING, FALSE_POSITIVE, ABSENT)
+
+Judge = Callable[[Needle, str], str | None]
+"""LLM-probe hook: (needle, context text) → a class overriding exact match, or None."""
+
+AGE_TOKEN_EDGES = (0, 2_000, 8_000, 32_000, 128_000, np.inf)
+AGE_TOKEN_LABELS = ("< 2K", "2K–8K", "8K–32K", "32K–128K", "≥ 128K")
+AGE_CALL_EDGES = (0, 5, 20, 50, 100, np.inf)
+AGE_CALL_LABELS = ("< 5", "5–19", "20–49", "50–99", "≥ 100")
+CLIFF = 0.5
+"""A strategy's cliff round is the first compaction round whose retention falls below this."""
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    """Casefold and collapse whitespace: a summary that re-flows a line still holds the fact."""
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def path_variants(path: str) -> tuple[str, ...]:
+    """The path as written and its last two components (a summary often drops the checkout root)."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    tail = "/".join(parts[-2:]) if len(parts) >= 2 else ""
+    return tuple(normalize(v) for v in (path, tail) if v)
+
+
+def present(needle_text: str, haystack: str, *, is_path: bool = False) -> bool:
+    """Is ``needle_text`` in the (normalized) haystack? Paths also match by their last two parts."""
+    if not needle_text.strip():
+        return False
+    variants = path_variants(needle_text) if is_path else (normalize(needle_text),)
+    return any(v and v in haystack for v in variants)
+
+
+def classify(needle: Needle, haystack: str) -> str:
+    """The retention class of one needle against a normalized context text."""
+    is_path = needle.kind == "artifact"
+    found = present(needle.answer, haystack, is_path=is_path)
+    if needle.kind == "control":
+        return FALSE_POSITIVE if found else ABSENT
+    if found:
+        return VERBATIM
+    if needle.old_answer and present(needle.old_answer, haystack):
+        return STALE
+    if needle.reference and present(needle.reference, haystack, is_path=True):
+        return RECOVERABLE
+    return MISSING
+
+
+def context_text(messages: Sequence[Message]) -> str:
+    return normalize("\n".join(render(m) for m in messages))
+
+
+def _tokens_after_match(needle: Needle, ctx: Context) -> int | None:
+    """Truth tokens after the last message holding the answer (its distance from the end)."""
+    after = 0
+    for m in reversed(ctx.messages):
+        if present(needle.answer, normalize(render(m)), is_path=needle.kind == "artifact"):
+            return after
+        after += ctx.tok(m)
+    return None
+
+
+class _Timeline:
+    """Where each trace message sits: its call index and cumulative truth tokens."""
+
+    def __init__(self, trace: Trace, ctx: Context) -> None:
+        self.answers = [i for i, m in enumerate(trace.messages) if m.role == "assistant"]
+        self.cumulative = np.cumsum([0, *(ctx.tok(m) for m in trace.messages)])
+        self.n = len(trace.messages)
+
+    def call_of(self, index: int) -> int:
+        """The call whose prompt first carries message ``index`` (its step index)."""
+        return bisect.bisect_left(self.answers, index)
+
+    def cut(self, call: int, moment: str) -> int:
+        """Messages seen when probing: before call's answer (after it, at the end of the replay)."""
+        if call >= len(self.answers):
+            return self.n
+        return self.answers[call] + (1 if moment == "end" else 0)
+
+
+def needle_observer(
+    trace: Trace,
+    *,
+    needles: Sequence[Needle] | None = None,
+    strategy: str | None = None,
+    judge: Judge | None = None,
+) -> Observer:
+    """An observer for ``bench.replay.replay``: one row per (needle, probe point).
+
+    Needles default to the trace's planted ones, else ``derive_needles(trace)`` so real traces
+    are scored too. Use one observer per replay: it counts compaction rounds as it is called.
+    """
+    source = "planted"
+    if needles is None:
+        needles = trace.needles
+        if not needles:
+            from bench.derived_probes import derive_needles
+
+            needles, source = derive_needles(trace), "derived"
+    state: dict[str, Any] = {"round": 0, "timeline": None}
+
+    def observe(moment: str, call: int, ctx: Context) -> list[dict]:
+        if moment == "compaction":
+            state["round"] += 1
+        if state["timeline"] is None:
+            state["timeline"] = _Timeline(trace, ctx)
+        timeline: _Timeline = state["timeline"]
+        cut = timeline.cut(call, moment)
+        haystack = context_text(ctx.messages)
+        rows = []
+        for n in needles:
+            if n.message_index >= cut:
+                continue  # not stated yet at this probe point
+            cls = classify(n, haystack)
+            if judge is not None and cls not in (VERBATIM, FALSE_POSITIVE, ABSENT):
+                cls = judge(n, haystack) or cls
+            planted = n.message_index
+            rows.append({
+                "trace": trace.id, **({"strategy": strategy} if strategy else {}),
+                "moment": moment, "call": call, "round": state["round"],
+                "needle": n.id, "needle_kind": n.kind, "source": source, "planted": planted,
+                "planted_call": timeline.call_of(planted) if planted >= 0 else None,
+                "age_tokens": int(timeline.cumulative[cut] - timeline.cumulative[planted + 1]) if planted >= 0 else None,
+                "age_calls": call - timeline.call_of(planted) if planted >= 0 else None,
+                "cls": cls, "retained": cls == VERBATIM,
+                "tokens_after_match": _tokens_after_match(n, ctx) if cls in (VERBATIM, FALSE_POSITIVE) else None,
+            })
+        if moment == "end":
+            state["round"] = 0
+        return rows
+
+    return observe
+
+
+def probe_frame(results: Iterable[TaskResult]) -> pd.DataFrame:
+    """All probe rows of these results, with the trace and strategy of the task that made them."""
+    rows = [{**p, "trace": r.trace, "strategy": r.strategy} for r in results for p in r.probes]
+    return pd.DataFrame(rows)
+
+
+def _scored(probes: pd.DataFrame, moment: str | None) -> pd.DataFrame:
+    p = probes[probes.needle_kind != "control"]
+    return p if moment is None else p[p.moment == moment]
+
+
+def retention(probes: pd.DataFrame, by: Sequence[str] = (), *, moment: str | None = "end") -> pd.DataFrame:
+    """Share of needles per class per strategy (and ``by`` columns), with n; controls excluded.
+
+    ``moment="end"`` scores what the agent holds when the trace ends; ``None`` pools every probe.
+    """
+    p = _scored(probes, moment)
+    keys = ["strategy", *by]
+    if p.empty:
+        return pd.DataFrame(columns=[*keys, "n", "retention", *CLASSES[:4]])
+    shares = pd.crosstab([p[k] for k in keys], p.cls, normalize="index")
+    out = shares.reindex(columns=list(CLASSES[:4]), fill_value=0.0)
+    out.insert(0, "retention", out[VERBATIM])
+    out.insert(0, "n", p.groupby(keys).size())
+    return out.reset_index()
+
+
+def with_age_buckets(probes: pd.DataFrame) -> pd.DataFrame:
+    """Add ``age_tokens_bucket`` and ``age_calls_bucket`` (the report's heat-map bins)."""
+    out = probes.copy()
+    out["age_tokens_bucket"] = pd.cut(out.age_tokens, AGE_TOKEN_EDGES, labels=AGE_TOKEN_LABELS, right=False)
+    out["age_calls_bucket"] = pd.cut(out.age_calls, AGE_CALL_EDGES, labels=AGE_CALL_LABELS, right=False)
+    return out
+
+
+def false_positive_rate(probes: pd.DataFrame, *, moment: str | None = "end") -> pd.DataFrame:
+    """Per strategy: share of control (never stated) needles found anyway, with n."""
+    p = probes[probes.needle_kind == "control"]
+    if moment is not None:
+        p = p[p.moment == moment]
+    g = p.assign(fp=p.cls == FALSE_POSITIVE).groupby("strategy").fp
+    return pd.DataFrame({"n": g.size(), "false_positive_rate": g.mean()}).reset_index()
+
+
+def cliff_rounds(probes: pd.DataFrame, threshold: float = CLIFF) -> pd.DataFrame:
+    """Per strategy: retention at each compaction round and the first round below ``threshold``."""
+    p = _scored(probes, "compaction")
+    rows = []
+    for strategy, g in p.groupby("strategy"):
+        by_round = g.groupby("round").retained.mean().sort_index()
+        below = by_round[by_round < threshold]
+        rows.append({"strategy": strategy, "rounds": len(by_round),
+                     "retention_by_round": {int(k): float(v) for k, v in by_round.items()},
+                     "cliff_round": int(below.index[0]) if len(below) else None})
+    return pd.DataFrame(rows, columns=["strategy", "rounds", "retention_by_round", "cliff_round"])

@@ -1,0 +1,143 @@
+"""Spread and significance: percentiles with their n, paired bootstrap CIs, summary sizes.
+
+Never a bare mean (style.md §9): distributions get p50/p90/p99/p99.9 *with n*; a comparison of
+two strategies pairs them on the same traces and reports the mean difference with a paired
+bootstrap 95% interval (the Complexity Trap's method, evaluation.md §A1: nonparametric, paired,
+B=10,000 in the paper), and says "not significant" when the interval holds zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+QUANTILES: tuple[float, ...] = (50, 90, 99, 99.9)
+DEFAULT_B = 2_000
+REPORT_B = 10_000
+"""Resamples in report mode (the Complexity Trap's B)."""
+SUMMARY_RESERVE = 20_000
+"""Output reserve to test summaries against: Claude Code's 20K, justified by the seed's p99.99 of 17,387."""
+NOT_SIGNIFICANT = "not significant"
+
+
+def _label(q: float) -> str:
+    return f"p{q:g}"
+
+
+def percentiles(values: Sequence[float] | np.ndarray | pd.Series, qs: Sequence[float] = QUANTILES) -> dict[str, float]:
+    """{"n": count, "p50": ..., ...} with numpy's linear interpolation; NaN percentiles when n=0."""
+    arr = np.asarray(values, dtype=float)
+    arr = arr[~np.isnan(arr)]
+    out: dict[str, float] = {"n": int(arr.size)}
+    for q in qs:
+        out[_label(q)] = float(np.percentile(arr, q)) if arr.size else float("nan")
+    return out
+
+
+def summary_sizes(summaries: pd.DataFrame, reserve: int = SUMMARY_RESERVE,
+                  qs: Sequence[float] = QUANTILES) -> pd.DataFrame:
+    """Per strategy: n, percentiles and max of summary tokens, and how many exceed ``reserve``.
+
+    ``summaries`` has SummaryRecord columns (``strategy``, ``tokens``). A summary longer than
+    the output reserve would have been cut off (or overflowed) in the real agent.
+    """
+    cols = ["strategy", "n", *(_label(q) for q in qs), "max", "over_reserve", "over_reserve_share"]
+    if summaries.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for strategy, g in summaries.groupby("strategy"):
+        tokens = g.tokens.to_numpy(dtype=float)
+        over = int((tokens > reserve).sum())
+        rows.append({"strategy": strategy, **percentiles(tokens, qs), "max": float(tokens.max()),
+                     "over_reserve": over, "over_reserve_share": over / len(tokens)})
+    return pd.DataFrame(rows, columns=cols)
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Mean of (b − a) over paired units with its bootstrap interval."""
+
+    n: int
+    mean_a: float
+    mean_b: float
+    mean_diff: float
+    ci_low: float
+    ci_high: float
+    resamples: int
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes zero (and there are at least two pairs to resample)."""
+        return self.n >= 2 and not (self.ci_low <= 0.0 <= self.ci_high)
+
+    @property
+    def verdict(self) -> str:
+        if self.n < 2:
+            return "too few pairs"
+        if not self.significant:
+            return NOT_SIGNIFICANT
+        return "higher" if self.mean_diff > 0 else "lower"
+
+
+def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,
+                     resamples: int = DEFAULT_B, seed: int = 0, confidence: float = 0.95) -> PairedComparison:
+    """Paired nonparametric bootstrap of mean(b − a): resample the pairs, take percentile bounds."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples differ in length: {x.size} vs {y.size}")
+    n = x.size
+    if n == 0:
+        nan = float("nan")
+        return PairedComparison(0, nan, nan, nan, nan, nan, resamples)
+    d = y - x
+    if n == 1:
+        return PairedComparison(1, float(x[0]), float(y[0]), float(d[0]), float(d[0]), float(d[0]), 0)
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    for start in range(0, resamples, 1_000):  # chunks keep memory flat for long traces lists
+        stop = min(resamples, start + 1_000)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        means[start:stop] = d[idx].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return PairedComparison(n, float(x.mean()), float(y.mean()), float(d.mean()), float(low), float(high), resamples)
+
+
+def compare_to_baseline(table: pd.DataFrame, metric: str, *, baseline: str = "none",
+                        resamples: int = DEFAULT_B, seed: int = 0) -> pd.DataFrame:
+    """Each strategy against ``baseline`` on ``metric``, paired by trace.
+
+    ``table`` has one row per (trace, strategy) (bench.metrics.results_table). Traces where
+    either side is missing (or NaN) are left out of that pair, and n says how many remained.
+    """
+    cols = ["strategy", "baseline", "metric", "n", "mean_baseline", "mean_strategy", "mean_diff",
+            "ci_low", "ci_high", "ratio", "verdict"]
+    wide = table.pivot_table(index="trace", columns="strategy", values=metric, aggfunc="first")
+    if baseline not in wide:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for strategy in wide.columns:
+        if strategy == baseline:
+            continue
+        pair = wide[[baseline, strategy]].dropna()
+        c = paired_bootstrap(pair[baseline], pair[strategy], resamples=resamples, seed=seed)
+        base_total = pair[baseline].sum()
+        rows.append({"strategy": strategy, "baseline": baseline, "metric": metric, "n": c.n,
+                     "mean_baseline": c.mean_a, "mean_strategy": c.mean_b, "mean_diff": c.mean_diff,
+                     "ci_low": c.ci_low, "ci_high": c.ci_high,
+                     "ratio": float(pair[strategy].sum() / base_total) if base_total else float("nan"),
+                     "verdict": c.verdict})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def median_iqr(values: Sequence[float] | np.ndarray | pd.Series) -> dict[str, float]:
+    """n, median and interquartile range: the robust spread for skewed per-trace numbers."""
+    arr = np.asarray(values, dtype=float)
+    arr = arr[~np.isnan(arr)]
+    if not arr.size:
+        return {"n": 0, "median": float("nan"), "iqr": float("nan")}
+    q1, med, q3 = np.percentile(arr, [25, 50, 75])
+    return {"n": int(arr.size), "median": float(med), "iqr": float(q3 - q1)}

@@ -1,0 +1,220 @@
+"""The report's tables: per-strategy totals, per-trace rows, and their HTML.
+
+Directions (lower or higher is better), units and the one-line meanings in header tooltips
+come from ``bench.metrics.METRICS``, so the report, the printed table and the README agree.
+Cells are shaded within their column from the best value (green) to the worst (red).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from bench.metrics import METRIC_BY_NAME, METRICS
+
+BASELINE = "none"
+
+
+def _tokens(v: float) -> str:
+    if abs(v) >= 1e6:
+        return f"{v / 1e6:,.2f}M"
+    return f"{v / 1e3:,.1f}K" if abs(v) >= 1e4 else f"{v:,.0f}"
+
+
+def _usd(v: float) -> str:
+    return f"${v:,.2f}" if abs(v) >= 1 else f"${v:,.4f}"
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    fmt: Callable[[float], str]
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("cost", "cost", _usd),
+    Column("cost_no_cache", "cost without cache", _usd),
+    Column("input_tokens", "input tokens", _tokens),
+    Column("saving_vs_none", "tokens saved vs none", lambda v: f"{v:+.1%}"),
+    Column("cache_hit_rate", "cache-hit rate", lambda v: f"{v:.0%}"),
+    Column("prefix_breaks", "prefix breaks", lambda v: f"{v:,.0f}"),
+    Column("peak_context", "peak context", _tokens),
+    Column("mean_context", "mean context", _tokens),
+    Column("compactions", "compactions", lambda v: f"{v:,.0f}"),
+    Column("overflows", "overflows", lambda v: f"{v:,.0f}"),
+    Column("summarizer_cost_share", "summarizer share of cost", lambda v: f"{v:.1%}"),
+    Column("calls", "calls", lambda v: f"{v:,.0f}"),
+)
+SUMMARY_COLUMNS = tuple(c.key for c in COLUMNS if c.key not in ("mean_context", "calls"))
+"""The strategy table leaves out what only matters per trace (the per-trace tables keep them)."""
+
+
+def _call_stats(calls: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Cache hits, prefix breaks and summarizer cost from calls.csv, grouped by ``keys``."""
+    c = calls.assign(
+        agent_break=calls.prefix_break.astype(bool) & (calls.kind == "agent"),
+        summarizer_cost=calls.cost.where(calls.kind == "summarizer", 0.0),
+    )
+    g = c.groupby(keys)
+    out = pd.DataFrame({
+        "cache_read": g.cache_read.sum(), "prompt": g.prompt_tokens.sum(),
+        "prefix_breaks": g.agent_break.sum(), "summarizer_cost": g.summarizer_cost.sum(), "all_cost": g.cost.sum(),
+    })
+    out["cache_hit_rate"] = (out.cache_read / out.prompt.replace(0, np.nan)).fillna(0.0)
+    return out.reset_index()
+
+
+def trace_rows(results: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
+    """results.csv, completed with what older or leaner runners left out (taken from calls.csv)."""
+    rows = results.copy()
+    stats = _call_stats(calls, ["trace", "strategy"])
+    for col in ("cache_hit_rate", "prefix_breaks"):
+        if col not in rows:
+            rows = rows.merge(stats[["trace", "strategy", col]], on=["trace", "strategy"], how="left")
+    for col in ("failed", "error"):
+        rows[col] = rows[col].fillna("").astype(str) if col in rows else ""
+    return rows
+
+
+def strategy_totals(rows: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
+    """One row per strategy summed over traces, sorted by cost (cheapest first).
+
+    Tasks that ended in a harness error have no numbers (zero calls, zero dollars) and are left
+    out, or a strategy that crashed would look cheapest; the report lists them separately. Tasks
+    a strategy's own circuit breaker ended (``failed``) are real outcomes and count.
+    """
+    rows = rows[rows.error == ""]
+    g = rows.groupby("strategy")
+    totals = pd.DataFrame({
+        "traces": g.size(), "calls": g.calls.sum(), "input_tokens": g.input_tokens.sum(),
+        "peak_context": g.peak_context.max(), "mean_context": g.mean_context.mean(),
+        "compactions": g.compactions.sum(), "overflows": g.overflows.sum(),
+        "cost": g.cost.sum(), "cost_no_cache": g.cost_no_cache.sum(),
+        "failed": g.failed.apply(lambda f: int((f != "").sum())),
+    })
+    stats = _call_stats(calls, ["strategy"]).set_index("strategy")
+    totals["cache_hit_rate"] = (stats.cache_read / stats.prompt.replace(0, np.nan)).reindex(totals.index).fillna(0.0)
+    totals["prefix_breaks"] = stats.prefix_breaks.reindex(totals.index).fillna(0).astype(int)
+    share = stats.summarizer_cost / stats.all_cost.replace(0, np.nan)
+    totals["summarizer_cost_share"] = share.reindex(totals.index).fillna(0.0)
+    totals["saving_vs_none"] = np.nan
+    totals["cost_vs_none"] = np.nan
+    totals["false_economy"] = False
+    if BASELINE in totals.index:
+        # Compare on the traces both ran, so a strategy that failed on one is not flattered.
+        base = rows[rows.strategy == BASELINE].set_index("trace")
+        for s, r in rows.groupby("strategy"):
+            common = r[r.trace.isin(base.index)]
+            if common.empty:
+                continue
+            none_tokens = base.input_tokens.reindex(common.trace).sum()
+            none_cost = base.cost.reindex(common.trace).sum()
+            totals.loc[s, "saving_vs_none"] = 1 - common.input_tokens.sum() / none_tokens if none_tokens else np.nan
+            totals.loc[s, "cost_vs_none"] = common.cost.sum() / none_cost - 1 if none_cost else np.nan
+        totals["false_economy"] = (totals.saving_vs_none > 0) & (totals.cost_vs_none > 0)
+    return totals.sort_values(["cost", "input_tokens"]).reset_index()
+
+
+def _shade(values: pd.Series, lower_is_better: bool | None) -> list[str]:
+    """A background colour per cell: green for the column's best, red for its worst.
+
+    By rank, not by value: one outlier (a strategy that costs 5x) would otherwise wash every
+    other cell of the column into the same shade.
+    """
+    v = values.astype(float)
+    if lower_is_better is None or v.nunique(dropna=True) < 2:
+        return [""] * len(v)
+    rank = v.rank(method="min", ascending=lower_is_better)
+    score = (len(v.dropna()) - rank) / (len(v.dropna()) - 1)
+    return ["" if np.isnan(s) else f"background:hsl({s * 125:.0f},62%,{88 - 4 * abs(s - 0.5):.0f}%)" for s in score]
+
+
+def _header(col: Column) -> str:
+    metric = METRIC_BY_NAME.get(col.key)
+    arrow, tip = "", col.label
+    if metric is not None:
+        arrow = {True: " ↓", False: " ↑", None: ""}[metric.lower_is_better]
+        tip = f"{metric.description} ({metric.unit})"
+    return f'<th class="num" title="{html.escape(tip)}">{html.escape(col.label)}{arrow}</th>'
+
+
+def table_html(rows: pd.DataFrame, *, css_class: str = "results", keys: Sequence[str] | None = None) -> str:
+    """An HTML table of ``rows`` (one per strategy, in the given order) with shaded metric cells."""
+    cols = [c for c in COLUMNS if c.key in rows and rows[c.key].notna().any() and (keys is None or c.key in keys)]
+    shades = {c.key: _shade(rows[c.key], METRIC_BY_NAME[c.key].lower_is_better if c.key in METRIC_BY_NAME
+                                          else None) for c in cols}
+    head = "<tr><th>strategy</th>" + "".join(_header(c) for c in cols) + "</tr>"
+    body = []
+    for i, (_, r) in enumerate(rows.iterrows()):
+        name = html.escape(str(r.strategy))
+        badges = []
+        if r.strategy == BASELINE:
+            badges.append('<span class="badge base">baseline</span>')
+        if bool(r.get("false_economy", False)):
+            badges.append('<span class="badge warn" title="fewer input tokens than none, yet more dollars">'
+                          "false economy</span>")
+        failed = r.get("failed", "")
+        if r.get("error", ""):
+            badges.append(f'<span class="badge fail" title="{html.escape(r.error)}">error</span>')
+        if isinstance(failed, str) and failed:
+            badges.append(f'<span class="badge fail" title="{html.escape(failed)}">failed</span>')
+        elif isinstance(failed, int | np.integer) and failed:
+            badges.append(f'<span class="badge fail">failed on {int(failed)}</span>')
+        cells = [f'<td class="name">{name} {" ".join(badges)}</td>']
+        for c in cols:
+            v = r[c.key]
+            text = "—" if pd.isna(v) else c.fmt(float(v))
+            if c.key == "cost" and not pd.isna(r.get("cost_vs_none", np.nan)) and r.strategy != BASELINE:
+                text += f' <span class="delta">{r.cost_vs_none:+.0%}</span>'
+            style = f' style="{shades[c.key][i]}"' if shades[c.key][i] else ""
+            cells.append(f'<td class="num"{style}>{text}</td>')
+        body.append(f'<tr class="{"baseline" if r.strategy == BASELINE else ""}">' + "".join(cells) + "</tr>")
+    return f'<table class="{css_class}"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def headline(totals: pd.DataFrame, errors: int = 0) -> list[str]:
+    """Plain sentences for the top of the report (HTML-escaped)."""
+    out: list[str] = [f"{errors} task(s) ended in a harness error and are left out of the totals "
+                      "(listed under “Failed or interrupted tasks”)."] if errors else []
+    if totals.empty:
+        return [*out, "No results in this run."]
+    cheapest = totals.iloc[0]
+    line = f"Cheapest: <b>{html.escape(cheapest.strategy)}</b> at {_usd(cheapest.cost)}"
+    if not pd.isna(cheapest.cost_vs_none) and cheapest.strategy != BASELINE:
+        line += f" ({cheapest.cost_vs_none:+.1%} vs none)"
+    out.append(line + ".")
+    if totals.saving_vs_none.notna().any():
+        best = totals.loc[totals.saving_vs_none.idxmax()]
+        out.append(f"Fewest input tokens: <b>{html.escape(best.strategy)}</b>, {best.saving_vs_none:.1%} fewer "
+                   f"than none, at {best.cost_vs_none:+.1%} in dollars.")
+    false_economy = totals[totals.false_economy].strategy.tolist()
+    if false_economy:
+        out.append("False economy — fewer tokens than none but more dollars (broken prompt cache): "
+                   + ", ".join(f"<b>{html.escape(s)}</b>" for s in false_economy) + ".")
+    overflowing = totals[totals.overflows > 0]
+    if len(overflowing):
+        out.append("Overflowed the window: " + ", ".join(
+            f"<b>{html.escape(r.strategy)}</b> ({int(r.overflows)} calls)" for _, r in overflowing.iterrows()) + ".")
+    return out
+
+
+def _code(text: str) -> str:
+    """Escape, then show `backticked` names as code."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def glossary_html(keys: Sequence[str] | None = None) -> str:
+    arrow = {True: "lower", False: "higher", None: "—"}
+    rows = "".join(
+        f"<tr><td><code>{m.name}</code></td><td>{html.escape(m.unit)}</td><td>{arrow[m.lower_is_better]}</td>"
+        f"<td>{_code(m.description)}</td></tr>"
+        for m in METRICS if keys is None or m.name in keys
+    )
+    return ('<table class="glossary"><thead><tr><th>metric</th><th>unit</th><th>better</th><th>meaning</th>'
+            f"</tr></thead><tbody>{rows}</tbody></table>")

@@ -1,0 +1,122 @@
+"""Aider's ChatSummary: earlier exchanges squeezed into a first-person summary under a small budget.
+
+Aider only ever summarizes ``done_messages``, the exchanges of finished turns; the current turn
+(from the latest human message on), the repo map, files and system prompt are never touched.
+A single-prompt agent run therefore never compacts at all: its one turn grows until it no
+longer fits, and Aider has no reactive path (it reports the overflow).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bench.context import Context
+from bench.pricing import ModelProfile
+from strategies._tools import last_human_index, safe_cut, text_assistant, text_user
+from strategies.base import Outcome, Strategy, event
+from traces.model import Message
+
+if TYPE_CHECKING:
+    from bench.session import Session
+
+SUMMARY_PREFIX = "I spoke to you previously about a number of things.\n"
+"""Aider's prefix of the summary message (aider/prompts.py summary_prefix), verbatim."""
+# Aider's summarize prompt, paraphrased in our words (aider/prompts.py summarize).
+SUMMARY_PROMPT = (
+    "Briefly summarize this partial conversation about programming, with more detail on the most "
+    "recent messages. Start a new paragraph when the topic changes. No concluding remarks. Name the "
+    "functions, libraries, packages and files discussed. No fenced code blocks. Write as the user, "
+    "in the first person, speaking to the assistant: start with \"I asked you...\"."
+)
+
+
+def history_budget(model: ModelProfile) -> int:
+    """``max_chat_history_tokens = min(max(max_input_tokens / 16, 1024), 8192)`` (aider/models.py)."""
+    max_input = model.max_input or model.context_window
+    return int(min(max(max_input / 16, 1024), 8192))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Aider(Strategy):
+    """Aider ``ChatSummary.summarize`` over done_messages at the start of each new turn.
+
+    Source: Aider-AI/aider @ 5dc9490bb35f9729ef2c95d00a19ccd30c26339c, ``aider/history.py``,
+    ``aider/prompts.py``, ``aider/models.py``, ``aider/coders/base_coder.py`` (spec §7).
+    Budget: max input / 16 clamped to [1024, 8192] unless ``max_chat_history_tokens`` is set.
+    When done_messages exceed it: ≤ 4 messages or depth > 3 → summarize all; else a tail is
+    collected from the end while it stays under budget // 2, the split moves earlier until the
+    message before it is an assistant message (and, for tool calls, no call is split from its
+    result), the head prefix that fits max input − 512 is summarized (the rest of the head is
+    silently dropped, as in Aider), and summary + tail recurse if still over budget. The summary
+    is a user message "I spoke to you previously…" followed by an assistant "Ok." when the
+    history would not end with an assistant message. Aider runs this in a background thread
+    after a turn and applies it when the next prompt is built: here, at the first call of a turn.
+    """
+
+    name = "aider"
+    citation = "Aider-AI/aider@5dc9490b aider/history.py ChatSummary"
+
+    estimator: str = "truth"
+    """Aider counts with the model's tokenizer (litellm)."""
+    max_chat_history_tokens: int | None = None
+    min_split: int = 4
+    max_depth: int = 3
+    head_reserve: int = 512
+
+    def budget(self, model: ModelProfile) -> int:
+        return self.max_chat_history_tokens or history_budget(model)
+
+    def before_call(self, ctx: Context, session: Session) -> Outcome | None:
+        msgs = ctx.messages
+        turn = last_human_index(msgs)
+        start = 1 if ctx.system else 0
+        if turn <= start or any(m.role == "assistant" for m in msgs[turn:]):
+            return None  # no finished exchanges, or not the first call of this turn
+        done = msgs[start:turn]
+        budget = self.budget(session.model)
+        if sum(ctx.est(m) for m in done) <= budget:
+            return None
+        spent: list[int] = []
+        new_done = self._summarize(ctx, done, session, budget, 0, spent)
+        if new_done and new_done[-1].role != "assistant":
+            new_done = (*new_done, text_assistant("Ok.", synthetic=True))
+        after = ctx.replace((*msgs[:start], *new_done, *msgs[turn:]))
+        return Outcome(after, (event("summarize", ctx, after, touched=len(done), summary_tokens=sum(spent),
+                                     detail=f"done_messages over {budget} tokens: {len(spent)} summary call(s)"),))
+
+    def _summarize_all(self, messages: tuple[Message, ...], session: Session, budget: int,
+                       spent: list[int]) -> tuple[Message, ...]:
+        talk = tuple(m for m in messages if m.role in ("user", "assistant"))
+        summary = session.summarize(talk, prompt=SUMMARY_PROMPT, max_tokens=budget)
+        spent.append(summary.output_tokens)
+        return (text_user(SUMMARY_PREFIX + summary.text, summary=True),)
+
+    def _summarize(self, ctx: Context, messages: tuple[Message, ...], session: Session, budget: int,
+                   depth: int, spent: list[int]) -> tuple[Message, ...]:
+        sizes = [ctx.est(m) for m in messages]
+        if sum(sizes) <= budget and depth == 0:
+            return messages
+        if len(messages) <= self.min_split or depth > self.max_depth:
+            return self._summarize_all(messages, session, budget, spent)
+        split, tail_tokens = len(messages), 0
+        for i in range(len(messages) - 1, -1, -1):
+            if tail_tokens + sizes[i] >= budget // 2:
+                break
+            tail_tokens += sizes[i]
+            split = i
+        while split > 1 and not (messages[split - 1].role == "assistant" and safe_cut(messages, split) == split):
+            split -= 1
+        if split <= self.min_split:
+            return self._summarize_all(messages, session, budget, spent)
+        limit = (session.model.max_input or session.model.context_window) - self.head_reserve
+        head, total = [], 0
+        for m, size in zip(messages[:split], sizes[:split], strict=True):
+            total += size
+            if total > limit:
+                break
+            head.append(m)
+        result = (*self._summarize_all(tuple(head), session, budget, spent), *messages[split:])
+        if ctx.est(result[0]) + sum(sizes[split:]) < budget:
+            return result
+        return self._summarize(ctx, result, session, budget, depth + 1, spent)

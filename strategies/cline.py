@@ -1,0 +1,276 @@
+"""Cline: drop a growing middle range of the history, after removing duplicate file reads
+(spec/strategies.md §2.2-2.4), and the 2026 SDK's summary compaction (§2.7).
+
+Cline's history has no system message, so Cline index i is our index i + 1: the first user /
+assistant pair (Cline 0 and 1) is ours 1 and 2, and the deleted range always starts at Cline 2.
+The context holds what Cline sends (the range already applied), so each truncation computes the
+next range on what is left, which is the same arithmetic as Cline's over the full history.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from bench.context import Context
+from bench.pricing import ModelProfile
+from bench.summarizers.extractive import PATH_KEYS
+from bench.tokens import render
+from strategies._tools import drop_range, last_human_index, rewrite_results, safe_cut, text_user, tool_inputs
+from strategies.base import Event, Outcome, Strategy, event
+from traces.model import Message, Text, ToolResult, ToolUse
+
+if TYPE_CHECKING:
+    from bench.session import Session
+
+TRUNCATION_NOTICE = (
+    "[NOTE] Some previous conversation history with the user has been removed to maintain optimal context "
+    "window length. The initial user task has been retained for continuity, while intermediate conversation "
+    "history has been removed. Keep this in mind as you continue assisting the user. Pay special attention to "
+    "the user's latest messages.")
+READ_NOTICE = ("[[NOTE] This file read has been removed to save space in the context window. Refer to the "
+               "latest file read for the most up to date version of this file.]")
+CONTINUE_NOTICE = "[Continue assisting the user!]"
+RESULT_MISSING = "result missing"
+HEADER = re.compile(r"^\[(\w+) for '([^']*)'\] Result:")
+FINAL_CONTENT = re.compile(r'(<final_file_content path="([^"]*)">)(.*?)(</final_file_content>)', re.S)
+READ_TOOLS = ("read_file", "Read", "read", "view", "view_file")
+MENTION = re.compile(r'(<file_content path="([^"]*)">)(.*?)(</file_content>)', re.S)
+
+
+def max_allowed_size(window: int) -> int:
+    """getContextWindowInfo: exact-match buffers for 64K / 128K / 200K windows, else the larger of
+    window - 40K and 80% of the window (the 400K Codex-OAuth case needs a provider we do not model)."""
+    window = window or 128_000
+    buffers = {64_000: 27_000, 128_000: 30_000, 200_000: 40_000}
+    return window - buffers[window] if window in buffers else max(window - 40_000, int(window * 0.8))
+
+
+def removal_count(remaining: int, keep: str) -> int:
+    """getNextTruncationRange's messagesToRemove for ``remaining`` messages after the range."""
+    counts = {"none": remaining, "lastTwo": max(remaining - 2, 0), "half": remaining // 4 * 2,
+              "quarter": int(remaining * 3 / 4 / 2) * 2}
+    return max(counts[keep], 0)
+
+
+def _path(use: ToolUse | None) -> str | None:
+    if use is None:
+        return None
+    return next((v for k in PATH_KEYS if isinstance(v := use.input.get(k), str) and v), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cline(Strategy):
+    """Cline's default context management: file-read dedup, then middle-out truncation keeping ½
+    (or ¼) of the messages after the first pair. Source: cline/cline @94f5a47a59d4
+    apps/vscode/src/core/context/context-management/ContextManager.ts, context-window-utils.ts,
+    core/prompts/responses.ts (same logic at @9ee61811 src/core/context/context-management/)."""
+
+    name = "cline"
+    citation = ("cline/cline @94f5a47a59d4de809463911aad9b9672ab1cbbbf apps/vscode/src/core/context/"
+                "context-management/ContextManager.ts + context-window-utils.ts + core/prompts/responses.ts")
+    version = 1
+
+    estimator: str = "truth"
+    """Cline decides on the provider-reported usage of the previous request, not a local estimate."""
+    keep: str = "half"
+    """The usual mode; "quarter" is also chosen when usage / 2 exceeds the budget and on overflow."""
+    dedup_threshold: float = 0.30
+    read_tools: tuple[str, ...] = READ_TOOLS
+
+    def before_call(self, ctx: Context, session: Session) -> Outcome | None:
+        usage = session.last_usage
+        if usage is None:
+            return None
+        total = usage.prompt_tokens + usage.output_tokens  # tokensIn + tokensOut + cache writes + reads
+        budget = max_allowed_size(session.model.context_window)
+        if total < budget:
+            return None
+        keep = "quarter" if total / 2 > budget else self.keep
+        deduped, touched, saved = self.deduplicated(ctx.messages)
+        events: list[Event] = []
+        new = ctx
+        if touched:
+            new = ctx.replace(deduped)
+            events.append(event("dedup", ctx, new, touched=touched, detail=f"{saved:.0%} of chars"))
+            if saved >= self.dedup_threshold:
+                return Outcome(new, tuple(events))
+        return self.truncated(new, session, keep, tuple(events))
+
+    def on_overflow(self, ctx: Context, session: Session) -> Outcome | None:
+        return self.truncated(ctx, session, "quarter", (), overflow=True)
+
+    def truncated(self, ctx: Context, session: Session, keep: str, events: tuple[Event, ...],
+                  *, overflow: bool = False) -> Outcome | None:
+        msgs = ctx.messages
+        start = 3  # Cline index 2
+        end = start + removal_count(len(msgs) - start, keep) - 1  # inclusive, as in Cline
+        if end < len(msgs) and end >= start and msgs[end].role != "assistant":
+            end -= 1
+        if end < start:
+            return Outcome(ctx, events) if events else None
+        cut = safe_cut(msgs, end + 1)
+        kept = list(drop_range(msgs, start, end + 1))
+        human = last_human_index(msgs)
+        if start <= human < cut:  # deviation: keep the latest human request (contract invariant 2)
+            text = tuple(b for b in msgs[human].blocks if not isinstance(b, ToolResult))
+            kept.insert(start, replace(msgs[human], blocks=text))
+        kept = self.paired(kept)
+        if msgs[2].role == "assistant" and not session.state.get("cline.notice"):
+            kept[2] = _with_first_text(kept[2], TRUNCATION_NOTICE)
+            session.state["cline.notice"] = True
+        if overflow and msgs[1].is_human_turn and human != 1:  # deviation: never the latest request
+            kept[1] = _with_first_text(kept[1], CONTINUE_NOTICE)
+        previous = session.state.get("cline.range", (2, 1))
+        session.state["cline.range"] = (2, previous[1] + cut - start)
+        after = ctx.replace(kept)
+        detail = f"{keep}: range {session.state['cline.range']}"
+        return Outcome(after, (*events, event("drop", ctx, after, touched=cut - start + 1, detail=detail)))
+
+    @staticmethod
+    def paired(msgs: list[Message]) -> list[Message]:
+        """Cline's tool pairing repair for the first assistant message: its calls whose results were
+        removed get a ``result missing`` result in the next user message."""
+        answered = {r.tool_use_id for m in msgs for r in m.tool_results}
+        missing = tuple(ToolResult(u.id, RESULT_MISSING) for u in msgs[2].tool_uses if u.id not in answered)
+        if not missing or msgs[2].role != "assistant":
+            return msgs
+        if len(msgs) > 3 and msgs[3].role == "user":
+            msgs[3] = replace(msgs[3], blocks=(*missing, *msgs[3].blocks))
+        else:
+            msgs.insert(3, Message("user", missing))
+        return msgs
+
+    def deduplicated(self, msgs: tuple[Message, ...]) -> tuple[tuple[Message, ...], int, float]:
+        """Replace every read of a file but the newest with Cline's notice (§2.4).
+
+        Returns the messages, how many were rewritten, and the share of characters saved.
+        """
+        uses = tool_inputs(msgs)
+        reads: dict[str, list[tuple[int, int]]] = {}  # path -> (message, block) in order
+        for i in range(3, len(msgs)):
+            m = msgs[i]
+            if m.role != "user":
+                continue
+            for bi, b in enumerate(m.blocks):
+                found: list[str] = []
+                if isinstance(b, ToolResult):
+                    u = uses.get(b.tool_use_id)
+                    if u is not None and u.name in self.read_tools and (path := _path(u)):
+                        found = [path]
+                    else:
+                        found = [p for _, p, _, _ in FINAL_CONTENT.findall(b.content)]
+                elif isinstance(b, Text) and bi < 3:
+                    found = [p for _, p, _, _ in MENTION.findall(b.text)]
+                for path in dict.fromkeys(found):
+                    reads.setdefault(path, []).append((i, bi))
+        stale: dict[tuple[int, int], set[str]] = {}
+        for path, where in reads.items():
+            for key in where[:-1]:
+                stale.setdefault(key, set()).add(path)
+        if not stale:
+            return msgs, 0, 0.0
+        out = list(msgs)
+        for i in sorted({i for i, _ in stale}):
+            blocks = list(out[i].blocks)
+            for bi in sorted(bi for j, bi in stale if j == i):
+                blocks[bi] = self._notice_block(blocks[bi], stale[(i, bi)], uses)
+            out[i] = replace(out[i], blocks=tuple(blocks))
+        total = sum(len(render(m)) for m in msgs[1:])
+        saved = sum(len(render(a)) - len(render(b)) for a, b in zip(msgs, out, strict=True) if a is not b)
+        touched = sum(1 for a, b in zip(msgs, out, strict=True) if render(a) != render(b))
+        return tuple(out), touched, saved / total if total else 0.0
+
+    def _notice_block(self, b: object, paths: set[str], uses: dict[str, ToolUse]) -> object:
+        def inner(match: re.Match[str]) -> str:
+            return f"{match[1]} {READ_NOTICE} {match[4]}" if match[2] in paths else match[0]
+
+        if isinstance(b, Text):
+            return replace(b, text=MENTION.sub(lambda m: m[1] + READ_NOTICE + m[4] if m[2] in paths else m[0], b.text))
+        assert isinstance(b, ToolResult)
+        u = uses.get(b.tool_use_id)
+        if u is not None and u.name in self.read_tools:
+            header = HEADER.match(b.content)
+            return replace(b, content=f"{header[0]}\n{READ_NOTICE}" if header else READ_NOTICE)
+        return replace(b, content=FINAL_CONTENT.sub(inner, b.content))
+
+
+def _with_first_text(m: Message, text: str) -> Message:
+    """Cline's edit of content block 0: replace its text, or put a text block first."""
+    if m.blocks and isinstance(m.blocks[0], Text):
+        return replace(m, blocks=(Text(text), *m.blocks[1:]))
+    return replace(m, blocks=(Text(text), *m.blocks))
+
+
+SDK_PROMPT = (
+    "Summarize the conversation above so the work can go on without it. Use these headings: ## Goal; "
+    "## State with ### Done, ### In Progress and ### Blocked; ## Highlights; ## Next; ## Files. Keep exact "
+    "paths, commands and identifiers. If an earlier context summary is present, fold it in.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClineSdk(Strategy):
+    """The 2026 Cline SDK's agentic compaction: at 90% of the max input, summarize everything
+    before a verbatim tail of about 20K tokens (never cutting past the latest typed prompt) into
+    one "Context summary" user message with a Files section. Source: cline/cline @21cb8d2525bc
+    sdk/packages/core/src/extensions/context/compaction.ts, agentic-compaction.ts."""
+
+    name = "cline:sdk"
+    citation = ("cline/cline @21cb8d2525bcedf1f4b6890b27a74a14fe7451e4 sdk/packages/core/src/extensions/context/"
+                "compaction.ts + compaction-shared.ts + agentic-compaction.ts")
+    version = 1
+
+    estimator: str = "json-chars/3"
+    trigger_fraction: float = 0.9
+    preserve_recent_tokens: int = 20_000
+    summary_max_tokens: int = 4_096
+    tool_output_max_chars: int = 2_000
+    read_tools: tuple[str, ...] = READ_TOOLS
+    write_tools: tuple[str, ...] = ("write_to_file", "replace_in_file", "edit_file", "Edit", "Write", "write",
+                                    "edit", "MultiEdit", "str_replace_editor", "apply_patch")
+
+    def limits(self, model: ModelProfile, msgs: tuple[Message, ...]) -> tuple[float, float]:
+        """(trigger, target) in estimated tokens."""
+        if model.max_input:
+            max_input = min(model.max_input, model.context_window or model.max_input)
+        else:
+            max_input = 0.9 * model.context_window if model.context_window else 128_000
+        trigger = self.trigger_fraction * max_input
+        pairs = sum(1 for a, b in zip(msgs, msgs[1:]) if a.role == "user" and b.role == "assistant")
+        target = 0.5 * max_input if pairs >= 5 and model.max_output < max_input else 0.7 * trigger
+        return trigger, min(target, trigger - 1)
+
+    def before_call(self, ctx: Context, session: Session) -> Outcome | None:
+        trigger, target = self.limits(session.model, ctx.messages)
+        return self.compact(ctx, session, target) if ctx.estimate >= trigger else None
+
+    def on_overflow(self, ctx: Context, session: Session) -> Outcome | None:
+        return self.compact(ctx, session, self.limits(session.model, ctx.messages)[1])
+
+    def compact(self, ctx: Context, session: Session, target: float) -> Outcome | None:
+        msgs = ctx.messages
+        keep = min(self.preserve_recent_tokens, target)
+        cut, size = len(msgs), 0
+        while cut > 2 and size + ctx.est(msgs[cut - 1]) <= keep:
+            cut, size = cut - 1, size + ctx.est(msgs[cut - 1])
+        cut = min(cut, max(last_human_index(msgs), 1))
+        while cut > 1 and (msgs[cut].is_tool_result or safe_cut(msgs, cut) != cut):
+            cut -= 1  # back to an assistant message or a typed prompt
+        head = msgs[1:cut]
+        if not head or (len(head) == 1 and head[0].meta.get("summary")):
+            return None
+        clip = self.tool_output_max_chars
+        sent = tuple(rewrite_results(m, lambda r: r.content[:clip] if len(r.content) > clip else None) for m in head)
+        summary = session.summarize(sent, prompt=SDK_PROMPT, max_tokens=self.summary_max_tokens)
+        read, written = session.state.setdefault("cline_sdk.files", ({}, {}))
+        for u in (u for m in head for u in m.tool_uses):
+            if (path := _path(u)) and u.name in self.read_tools:
+                read.setdefault(path, None)
+            elif path and u.name in self.write_tools:
+                written.setdefault(path, None)
+        files = f"## Files\n- Read: {', '.join(read) or '(none)'}\n- Modified: {', '.join(written) or '(none)'}"
+        message = text_user(f"Context summary:\n\n{summary.text}\n\n{files}", summary=True)
+        after = ctx.replace((msgs[0], message, *msgs[cut:]))
+        return Outcome(after, (event("summarize", ctx, after, touched=len(head),
+                                     summary_tokens=summary.output_tokens),))

@@ -1,0 +1,154 @@
+"""Codex CLI: local compaction to recent user messages + a summary (spec/strategies.md §3).
+
+At 90% of the window (2026; a flat 256K in mid-2025) the whole history is summarized, and the new
+history is the initial context, the newest user messages within 20K tokens (bytes/4) and one user
+message holding the summary behind Codex's "another language model" prefix. Every assistant
+message, tool call and tool output is gone. Tool outputs are cut at record time (§3.5).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bench.context import Context
+from strategies._tools import drop_range, rewrite_results, text_user
+from strategies.base import Event, Outcome, Strategy, event
+from traces.model import Message
+
+if TYPE_CHECKING:
+    from bench.session import Session
+
+SUMMARY_PREFIX = (
+    "Another language model started to solve this problem and produced a summary of its thinking process. "
+    "You also have access to the state of the tools that were used by that language model. Use this to build "
+    "on the work that has already been done and avoid duplicating work. Here is the summary produced by the "
+    "other language model, use the information in this summary to  assist with your own analysis:")
+COMPACT_PROMPT = (
+    "CONTEXT CHECKPOINT COMPACTION. Write a handoff summary for another model that will pick this task up "
+    "without seeing the conversation. Include: the user's goal; progress so far and key decisions; important "
+    "context, constraints and preferences; what remains to be done (next steps); critical data, examples and "
+    "references. Be concise and structured.")
+SESSION_PREFIXES = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>")
+
+
+def approx_tokens(text: str) -> int:
+    """Codex's approx_token_count: ceil(bytes / 4)."""
+    return math.ceil(len(text.encode("utf-8")) / 4)
+
+
+def middle_truncate(text: str, max_bytes: int, unit: str = "tokens") -> str:
+    """Keep the head and tail halves of ``text`` around Codex's marker, all within ``max_bytes``.
+
+    The marker's own bytes come out of the budget; its count is settled in a second pass.
+    """
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    label, marker, head, tail = ("tokens" if unit == "tokens" else "chars"), "", "", ""
+    for _ in range(2):
+        keep = max(0, max_bytes - len(marker.encode("utf-8")))
+        head = data[: keep // 2].decode("utf-8", "ignore")
+        tail = data[len(data) - (keep - keep // 2):].decode("utf-8", "ignore") if keep else ""
+        removed = text[len(head): len(text) - len(tail)]
+        marker = f"…{approx_tokens(removed) if unit == 'tokens' else len(removed)} {label} truncated…"
+    return head + marker + tail
+
+
+@dataclass(frozen=True, kw_only=True)
+class Codex(Strategy):
+    """Codex CLI local compaction. Source: openai/codex @0100b103625752f6a10c21b79a8c423761dc4c6a
+    codex-rs/core/src/compact.rs (build_compacted_history, COMPACT_USER_MESSAGE_MAX_TOKENS),
+    core/templates/compact/summary_prefix.md @50a53333, protocol/src/openai_models.rs
+    (auto_compact_token_limit: 90% of the window), core/models.json @21dac7d7 (truncation_policy)."""
+
+    name = "codex"
+    citation = ("openai/codex @0100b103625752f6a10c21b79a8c423761dc4c6a codex-rs/core/src/compact.rs; "
+                "templates/compact/summary_prefix.md @50a53333; protocol/src/openai_models.rs; models.json @21dac7d7")
+    version = 1
+
+    estimator: str = "bytes/4"
+    limit_fraction: float | None = 0.9
+    """auto_compact_token_limit as a share of the window (2026: min(configured, 90%))."""
+    auto_compact_limit: int | None = None
+    """A configured limit in tokens; mid-2025 Codex used a flat 256,000 for every model."""
+    user_message_max_tokens: int = 20_000
+    tool_output_limit: int = 10_000
+    tool_output_unit: str = "tokens"
+    """truncation_policy of gpt-5.x-codex: 10,000 tokens; unknown models: 10,000 "bytes"."""
+    serialization_allowance: float = 1.2
+
+    def limit(self, window: int) -> float:
+        limits = [x for x in (self.auto_compact_limit,
+                              window * self.limit_fraction if self.limit_fraction and window else None)
+                  if x is not None]
+        return min(limits) if limits else math.inf
+
+    def total(self, ctx: Context, session: Session) -> int:
+        """Last response's total tokens plus a bytes/4 estimate of the items added since."""
+        usage = session.last_usage
+        last = max((i for i, m in enumerate(ctx.messages) if m.role == "assistant"), default=None)
+        if usage is None or last is None:
+            return ctx.estimate
+        return usage.prompt_tokens + usage.output_tokens + sum(ctx.est(m) for m in ctx.messages[last + 1:])
+
+    def on_tool_result(self, ctx: Context, session: Session) -> Outcome | None:
+        budget = int(self.tool_output_limit * self.serialization_allowance)
+        max_bytes = budget * 4 if self.tool_output_unit == "tokens" else budget
+        last = ctx.messages[-1]
+        new = rewrite_results(last, lambda r: middle_truncate(r.content, max_bytes, self.tool_output_unit))
+        if new is last:
+            return None
+        after = ctx.replace((*ctx.messages[:-1], new))
+        return Outcome(after, (event("truncate", ctx, after, touched=1),))
+
+    def before_call(self, ctx: Context, session: Session) -> Outcome | None:
+        if self.total(ctx, session) >= self.limit(session.model.context_window):
+            return self.compact(ctx, session)
+        return None
+
+    def on_overflow(self, ctx: Context, session: Session) -> Outcome | None:
+        return self.compact(ctx, session)
+
+    def compact(self, ctx: Context, session: Session) -> Outcome | None:
+        system, history = ctx.messages[0], ctx.messages[1:]
+        if not history:
+            return None
+        fixed = ctx.tok(system) + session.meter.counter.text(COMPACT_PROMPT)
+        request, trimmed = history, 0
+        # the compaction request itself over the window: drop the oldest item (with its pair), retry
+        while len(request) > 1 and not session.model.fits(fixed + sum(ctx.tok(m) for m in request), 0):
+            request, trimmed = drop_range(request, 0, 1), trimmed + 1
+        summary = session.summarize((system, *request), prompt=COMPACT_PROMPT,
+                                    max_tokens=session.model.max_output)
+        text = f"{SUMMARY_PREFIX}\n{summary.text}"  # never empty, so "(no summary available)" never shows
+        kept = self.recent_user_messages(user_messages(history))
+        after = ctx.replace((system, *(text_user(t) for t in kept), text_user(text, summary=True)))
+        events: tuple[Event, ...] = (event("summarize", ctx, after, touched=len(history),
+                                           summary_tokens=summary.output_tokens,
+                                           detail=f"trimmed {trimmed} oldest item(s)" if trimmed else ""),)
+        return Outcome(after, events)
+
+    def recent_user_messages(self, texts: list[str]) -> list[str]:
+        """Newest first within the budget; the first that does not fit is cut to what is left
+        and the walk stops there (an older, smaller message is not taken)."""
+        remaining, kept = self.user_message_max_tokens, []
+        for text in reversed(texts):
+            if remaining <= 0:
+                break
+            size = approx_tokens(text)
+            if size <= remaining:
+                kept.append(text)
+                remaining -= size
+            else:
+                kept.append(middle_truncate(text, remaining * 4))
+                break
+        return kept[::-1]
+
+
+def user_messages(history: tuple[Message, ...]) -> list[str]:
+    """Text of the human user messages, without earlier summaries or injected session prefixes."""
+    return [m.text for m in history
+            if m.is_human_turn and m.text and not m.text.startswith(SUMMARY_PREFIX + "\n")
+            and not m.text.startswith(SESSION_PREFIXES)]

@@ -1,0 +1,324 @@
+"""The five-layer escalating defense, and Claude Code's configuration of it.
+
+Layers, cheapest first; each runs at most once per call and only if the one before left the
+context over its own threshold: L1 persist large tool results to disk (a pointer stays), L2
+microcompact (no LLM), L3 auto-compact (LLM summary), L4 reactive compact on a 413, with a
+circuit breaker, and L5 context collapse: a read-time view of what is sent, the stored history
+unchanged. L5 is armed by a failed L4 only, so it never pre-empts the layers before it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bench.context import Context
+from strategies._tools import (
+    is_read_only, latest_human, remember_files, rewrite_results, step_start, text_user, tool_inputs,
+)
+from strategies.base import Event, Outcome, Strategy, event
+from traces.model import Message, ToolResult, ToolUse, orphans
+
+if TYPE_CHECKING:
+    from bench.session import Session
+
+PERSIST_DIR = "/tmp/agent/tool-results"
+CLEARED = "[Old tool result content cleared]"
+SUMMARY_SECTIONS = (
+    "Primary Request and Intent", "Key Technical Concepts", "Files and Code Sections", "Errors and fixes",
+    "Problem Solving", "All user messages", "Pending Tasks", "Current Work", "Optional Next Step",
+)
+# Our instructions around Claude Code's nine section headings (services/compact/prompt.ts).
+SUMMARY_PROMPT = (
+    "Write a detailed summary of this conversation so far, so the work can go on without it. "
+    "Think it through in <analysis> tags, then give the summary in <summary> tags with these "
+    "sections:\n" + "\n".join(f"{i}. {s}" for i, s in enumerate(SUMMARY_SECTIONS, 1))
+    + "\nQuote the user's messages and the most recent work directly where it matters."
+)
+CONTINUATION = ("This session is being continued from a previous conversation that ran out of context. "
+                "The summary below covers the earlier portion of the conversation.\n\n")
+CONTINUE_AUTO = ("\n\nContinue with the last task you were asked to work on, from where it was left, "
+                 "without asking the user any further questions.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FiveLayer(Strategy):
+    """The seed's 5-layer escalating defense (L1 60% → L2 80% → L3 90% of the effective window
+    → L4 on a 413 → L5 collapse), on Claude Code's published mechanics.
+
+    Sources: spec/strategies.md §4.1 (effective window = window − min(max output, 20K), the
+    summary sections and rebuilt message, ``[Old tool result content cleared]``); "Harness
+    engineering from CC" ch. 9–12 (tool results over 50,000 chars persisted with a 2,000-char
+    preview; reactive compact after ``prompt_too_long``; context collapse as a read-time
+    projection). L2 replaces old outputs with "[Tool result cleared: <tool>, <n> tokens]" and
+    removes old read-only calls (use and result) entirely, keeping the 5 newest results.
+    L4 breaker: one reactive attempt; a second consecutive 413 ends the session (``fail``).
+    """
+
+    name = "five-layer"
+    citation = "seed 5-layer defense; Claude Code services/compact/* per spec/strategies.md §4.1"
+
+    estimator: str = "chars/4"
+    persist_pct: float | None = 0.60
+    persist_min_chars: int = 50_000
+    preview_chars: int = 2_000
+    microcompact_pct: float | None = 0.80
+    microcompact_idle_seconds: float | None = None
+    """Time-based microcompact: clear when the gap since the last call exceeds this."""
+    microcompact_keep: int = 5
+    microcompact_drop_read_only: bool = True
+    microcompact_marker: str | None = None
+    """Fixed marker; None = "[Tool result cleared: <tool>, <n> tokens]"."""
+    autocompact_pct: float = 0.90
+    autocompact_buffer: int = 0
+    summary_max_tokens: int = 20_000
+    """MAX_OUTPUT_TOKENS_FOR_SUMMARY, also the reserve in the effective window."""
+    max_autocompact_failures: int | None = None
+    usage_count: bool = False
+    """Count = last usage + chars/4 × 4/3 for newer messages (Claude Code), else the estimate."""
+    restore_files: int = 0
+    restore_file_tokens: int = 5_000
+    restore_total_tokens: int = 50_000
+    max_reactive_attempts: int = 1
+    collapse: bool = True
+
+    def effective_window(self, session: Session) -> int:
+        model = session.model
+        return model.context_window - min(model.max_output, self.summary_max_tokens)
+
+    def autocompact_threshold(self, session: Session) -> int:
+        return int(self.effective_window(session) * self.autocompact_pct) - self.autocompact_buffer
+
+    def count(self, ctx: Context, session: Session, fresh: bool) -> int:
+        if not self.usage_count:
+            return ctx.estimate
+        last = max((i for i, m in enumerate(ctx.messages) if m.role == "assistant"), default=-1)
+        usage = session.last_usage
+        if fresh and usage is not None and last >= 0:
+            newer = sum(ctx.est(m) for m in ctx.messages[last + 1:])
+            return usage.prompt_tokens + usage.output_tokens + round(newer * 4 / 3)
+        return round(ctx.estimate * 4 / 3)
+
+    def on_tool_result(self, ctx: Context, session: Session) -> Outcome | None:
+        if self.restore_files:
+            remember_files(ctx.messages, session.state.setdefault("files", {}))
+        return None
+
+    def before_call(self, ctx: Context, session: Session) -> Outcome | None:
+        st, model, usage = session.state, session.model, session.last_usage
+        if usage is not None and model.fits(usage.prompt_tokens, usage.output_tokens):
+            st["reactive_attempts"] = 0
+        fresh = not st.pop("usage_stale", False)
+        idle = session.now - st.get("last_call_time", session.now)
+        st["last_call_time"] = session.now
+        start, events, window = ctx, [], model.context_window
+        if self.persist_pct is not None and self.count(ctx, session, fresh) >= self.persist_pct * window:
+            new, ev = self._persist(ctx)
+            if ev is not None:
+                ctx, fresh = new, False
+                events.append(ev)
+        by_size = self.microcompact_pct is not None and self.count(ctx, session, fresh) >= self.microcompact_pct * window
+        by_time = self.microcompact_idle_seconds is not None and idle > self.microcompact_idle_seconds
+        if by_size or by_time:
+            new, ev = self._microcompact(ctx)
+            if ev is not None:
+                ctx, fresh = new, False
+                events.append(ev)
+        threshold = self.autocompact_threshold(session)
+        failures = st.get("autocompact_failures", 0)
+        breaker_open = self.max_autocompact_failures is not None and failures >= self.max_autocompact_failures
+        if not breaker_open and self.count(ctx, session, fresh) >= threshold:
+            done = self._compact(ctx, session, "L3 auto-compact")
+            if done is not None:
+                ctx, fresh = done[0], False
+                events.extend(done[1])
+            still_over = done is None or self.count(ctx, session, False) >= threshold
+            st["autocompact_failures"] = failures + 1 if still_over else 0
+        return Outcome(ctx, tuple(events)) if ctx is not start else None
+
+    def on_overflow(self, ctx: Context, session: Session) -> Outcome | None:
+        st = session.state
+        attempts = st.get("reactive_attempts", 0)
+        if attempts >= self.max_reactive_attempts:
+            return _fail(ctx, f"L4 circuit breaker: {attempts} reactive compact attempt(s) already made")
+        st["reactive_attempts"] = attempts + 1
+        done = self._compact(ctx, session, "L4 reactive compact")
+        new, events = done if done is not None else (ctx, [])
+        budget = self.effective_window(session)
+        if new.truth <= budget:
+            return Outcome(new, tuple(events)) if done is not None else None
+        if self.collapse:
+            sent = self._collapsed(new, budget)
+            if session.model.fits(sent.truth, 0):
+                st["collapse"] = (session.call_index, new.messages, sent)
+                st["usage_stale"] = True
+                events.append(event("collapse", new, sent, touched=len(new) - len(sent) + 1,
+                                    detail=f"L5 context collapse: {len(new) - len(sent) + 1} messages not sent"))
+                return Outcome(new, tuple(events))
+        failed = _fail(new, "L4 reactive compact left the prompt over the window")
+        return Outcome(new, (*events, *failed.events), fail=failed.fail)
+
+    def project(self, ctx: Context, session: Session) -> Context:
+        armed = session.state.get("collapse")
+        if armed is not None and armed[0] == session.call_index and armed[1] is ctx.messages:
+            return armed[2]
+        return ctx
+
+    # --- layers ---------------------------------------------------------------------------
+
+    def _persist(self, ctx: Context) -> tuple[Context, Event | None]:
+        def pointer(r: ToolResult) -> str | None:
+            if len(r.content) <= self.persist_min_chars:
+                return None
+            return (f"[Tool result persisted to disk: {PERSIST_DIR}/{r.tool_use_id}.txt ({len(r.content)} chars). "
+                    f"Preview (first {self.preview_chars} chars):]\n{r.content[:self.preview_chars]}")
+        new = ctx.replace(rewrite_results(m, pointer) for m in ctx.messages)
+        touched = _touched(ctx, new)
+        if not touched:
+            return ctx, None
+        return new, event("persist", ctx, new, touched=touched, detail=f"L1 persist: outputs over "
+                                                                         f"{self.persist_min_chars} chars moved to disk")
+
+    def _microcompact(self, ctx: Context) -> tuple[Context, Event | None]:
+        uses = tool_inputs(ctx.messages)
+        ids = [r.tool_use_id for m in ctx.messages for r in m.tool_results]
+        old = set(ids[: max(0, len(ids) - self.microcompact_keep)])
+        drop = {i for i in old if self.microcompact_drop_read_only and i in uses and is_read_only(uses[i])}
+
+        cleared: list[str] = []
+
+        def marker(r: ToolResult) -> str | None:
+            if r.tool_use_id not in old or r.tool_use_id in drop or r.content.startswith(("[Tool result", CLEARED)):
+                return None
+            cleared.append(r.tool_use_id)
+            if self.microcompact_marker is not None:
+                return self.microcompact_marker
+            name = uses[r.tool_use_id].name if r.tool_use_id in uses else "tool"
+            return f"[Tool result cleared: {name}, {round(len(r.content) / 4)} tokens]"
+        out: list[Message] = []
+        for m in ctx.messages:
+            m = rewrite_results(m, marker)
+            if drop and any(isinstance(b, (ToolUse, ToolResult)) and _block_id(b) in drop for b in m.blocks):
+                blocks = tuple(b for b in m.blocks if _block_id(b) not in drop)
+                if not blocks:
+                    continue
+                m = m.with_blocks(blocks)
+            out.append(m)
+        if len(out) == len(ctx) and all(a is b for a, b in zip(out, ctx.messages, strict=True)):
+            return ctx, None
+        new = ctx.replace(out)
+        return new, event("prune", ctx, new, touched=_touched(ctx, new) + len(ctx) - len(new),
+                          detail=f"L2 microcompact: {len(cleared)} outputs cleared, {len(drop)} read-only calls removed")
+
+    def _compact(self, ctx: Context, session: Session, label: str) -> tuple[Context, list[Event]] | None:
+        head = ctx.messages[:1] if ctx.system else ()
+        cut = max(step_start(ctx.messages), len(head))
+        history, tail = ctx.messages[len(head):cut], ctx.messages[cut:]
+        if not history:
+            return None
+        summary = session.summarize(history, prompt=SUMMARY_PROMPT, max_tokens=self.summary_max_tokens)
+        text = CONTINUATION + summary.text + (CONTINUE_AUTO if label.startswith("L3") else "")
+        human = latest_human(ctx.messages)
+        if human is not None and not any(m is human for m in tail) and human.text not in text:
+            text += f"\n\nThe user's latest message:\n{human.text}"
+        compacted = ctx.replace((*head, text_user(text, summary=True), *tail))
+        events = [event("summarize", ctx, compacted, touched=len(history), summary_tokens=summary.output_tokens,
+                        detail=f"{label}: {len(history)} messages summarized")]
+        restored = self._restored(session)
+        if restored:
+            after = ctx.replace((*head, compacted.messages[len(head)], *restored, *tail))
+            events.append(event("reinject", compacted, after, touched=len(restored),
+                                detail=f"re-read {len(restored)} recent files (contents from the trace's latest "
+                                       f"reads; approximate)"))
+            compacted = after
+        return compacted, events
+
+    def _restored(self, session: Session) -> list[Message]:
+        """Claude Code's post-compact attachments: the most recently read files, within budget."""
+        files = list(session.state.get("files", {}).items())[::-1][: self.restore_files]
+        out, used = [], 0
+        for path, content in files:
+            tokens = round(len(content) / 4)
+            if tokens > self.restore_file_tokens or used + tokens > self.restore_total_tokens:
+                out.append(text_user(f"[File {path} was read before compaction ({tokens} tokens); "
+                                     f"read it again if needed.]", synthetic=True))
+                continue
+            used += tokens
+            out.append(text_user(f"[Re-read after compaction: {path}]\n{content}", synthetic=True))
+        return out
+
+    def _collapsed(self, ctx: Context, budget: int) -> Context:
+        """What is sent under L5: system, summaries, the latest human turn, and the newest
+        whole rounds that fit the budget; older messages stay stored but are not sent."""
+        msgs, head = ctx.messages, (1 if ctx.system else 0)
+        human = latest_human(msgs)
+        keep = [i for i in range(head, len(msgs)) if msgs[i] is human or msgs[i].meta.get("summary")]
+        first = (max(keep) if keep else head - 1) + 1
+        pairs: dict[str, list[int]] = {}
+        for i, m in enumerate(msgs):
+            for b in m.blocks:
+                if isinstance(b, (ToolUse, ToolResult)):
+                    pairs.setdefault(_block_id(b), []).append(i)
+        split = {c for ix in pairs.values() for c in range(min(ix) + 1, max(ix) + 1)}
+        fixed = sum(ctx.tok(msgs[i]) for i in (*range(head), *keep)) + 16
+        suffix = [0] * (len(msgs) + 1)
+        for i in range(len(msgs) - 1, -1, -1):
+            suffix[i] = suffix[i + 1] + ctx.tok(msgs[i])
+        cut = next((c for c in range(first, len(msgs) + 1) if c not in split and fixed + suffix[c] <= budget), len(msgs))
+        sent = [*msgs[:head], *(msgs[i] for i in keep)]
+        sent += [text_user(f"[Context collapse: {cut - len(keep) - head} earlier messages not sent]", synthetic=True)]
+        sent += msgs[cut:]
+        _, stray = orphans(sent)
+        if stray:
+            sent = [m.with_blocks(tuple(b for b in m.blocks if not (isinstance(b, ToolResult) and b.tool_use_id in stray)))
+                    for m in sent]
+            sent = [m for m in sent if m.blocks]
+        return ctx.replace(sent)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClaudeCode(FiveLayer):
+    """Claude Code's compaction as measured in spec/strategies.md §4.1 [public analysis].
+
+    Trigger: count ≥ window − min(max output, 20K) − 13K (167K for 200K/64K); count = last API
+    usage (input incl. cache, plus output) + chars/4 × 4/3 for newer messages. Summary with the
+    nine section headings; rebuilt as "This session is being continued…" plus an instruction
+    to continue; then the 5 most recently read files re-attached (≤ 5K tokens each, else path
+    only; ≤ 50K total). Autocompact stops after 3 consecutive failures
+    (MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES); reactive compact once on a 413, then the error.
+    Time-based microcompact: after 60 min idle, old results become ``[Old tool result content
+    cleared]``, newest 5 kept. No L1 (not in §4.1; ``persist_pct=0`` turns it on) and no L5
+    (CONTEXT_COLLAPSE ships in internal builds only).
+    """
+
+    name = "claude-code"
+    citation = "Claude Code services/compact/autoCompact.ts, prompt.ts (issues #12004, #31806); spec §4.1"
+
+    persist_pct: float | None = None
+    microcompact_pct: float | None = None
+    microcompact_idle_seconds: float | None = 3_600
+    microcompact_drop_read_only: bool = False
+    microcompact_marker: str | None = CLEARED
+    autocompact_pct: float = 1.0
+    autocompact_buffer: int = 13_000
+    max_autocompact_failures: int | None = 3
+    usage_count: bool = True
+    restore_files: int = 5
+    collapse: bool = False
+
+
+def _block_id(b: object) -> str | None:
+    if isinstance(b, ToolUse):
+        return b.id
+    if isinstance(b, ToolResult):
+        return b.tool_use_id
+    return None
+
+
+def _touched(before: Context, after: Context) -> int:
+    ids = {id(m) for m in before.messages}
+    return sum(1 for m in after.messages if id(m) not in ids)
+
+
+def _fail(ctx: Context, reason: str) -> Outcome:
+    return Outcome(ctx, (event("fail", ctx, ctx, detail=reason),), fail=reason)

@@ -1,0 +1,292 @@
+"""OpenHands condensers: LLM summarizing (V1 SDK and V0), observation masking, recent events,
+amortized forgetting.
+
+OpenHands counts *events*. We map one event to one message: an assistant message with tool
+calls is the action, the user message with their results is the observation, a human message
+is a MessageAction, the system prompt is event 0. V0 renders the condensed view through its
+conversation memory, which (a) puts the system prompt and the initial user message back when
+they were forgotten and (b) drops an assistant tool call whose result is gone (a pending call
+is only emitted once all its results arrive) and any result without its call; ``render``
+reproduces both. Masking and recent-events act on the view every step (sent only); the rolling
+condensers forget events from the stored history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from bench.context import Context
+from strategies._tools import latest_human, quote_latest_human, safe_cut, text_user
+from strategies.base import Outcome, Strategy, event
+from traces.model import Message, Text, ToolResult
+
+if TYPE_CHECKING:
+    from bench.session import Session
+
+V0 = "OpenHands/OpenHands@d6fab190 openhands/memory/condenser/impl/*.py, openhands/memory/conversation_memory.py"
+V1 = "OpenHands/software-agent-sdk@611629e6 openhands-sdk/openhands/sdk/context/condenser/llm_summarizing_condenser.py"
+MASKED = "<MASKED>"
+# OpenHands' state-summary template (summarizing_prompt.j2), in our words with its sections.
+SUMMARY_PROMPT = (
+    "Maintain a state summary of this agent session from the events below, replacing any earlier "
+    "summary among them. Sections: USER_CONTEXT, TASK_TRACKING (keep task ids), COMPLETED, PENDING, "
+    "CURRENT_STATE; for code tasks also CODE_STATE, TESTS, CHANGES, DEPS, VERSION_CONTROL_STATUS. "
+    "Prioritize the user's goals and what is done versus pending; skip irrelevant detail."
+)
+
+
+def render(messages: list[Message] | tuple[Message, ...], original: tuple[Message, ...]) -> tuple[Message, ...]:
+    """V0 conversation memory: restore system + initial user message, drop unmatched tool calls."""
+    msgs = list(messages)
+    first_user = next((m for m in original if m.is_human_turn), None)
+    if first_user is not None and not any(m is first_user for m in msgs):
+        msgs.insert(1 if msgs and msgs[0].role == "system" else 0, first_user)
+    if original and original[0].role == "system" and (not msgs or msgs[0] is not original[0]):
+        msgs.insert(0, original[0])
+    answered = {r.tool_use_id for m in msgs for r in m.tool_results}
+    complete = [m for m in msgs if not m.tool_uses or all(u.id in answered for u in m.tool_uses)]
+    calls = {u.id for m in complete for u in m.tool_uses}
+    out = []
+    for m in complete:
+        if any(r.tool_use_id not in calls for r in m.tool_results):
+            blocks = tuple(b for b in m.blocks if not (isinstance(b, ToolResult) and b.tool_use_id not in calls))
+            if not blocks:
+                continue
+            m = replace(m, blocks=blocks)
+        out.append(m)
+    return tuple(out)
+
+
+def keep_indices(ctx: Context, indices: set[int]) -> tuple[Message, ...]:
+    """The messages at ``indices`` (plus the latest human turn, see class docs), rendered."""
+    human = latest_human(ctx.messages)
+    if human is not None:
+        indices.add(next(i for i, m in enumerate(ctx.messages) if m is human))
+    return render([ctx.messages[i] for i in sorted(indices) if 0 <= i < len(ctx)], ctx.messages)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLMSummarizing(Strategy):
+    """OpenHands ``LLMSummarizingCondenser``; ``generation="v1"`` (SDK, default) or ``"v0"``.
+
+    Sources: V1 and V0 (spec/strategies.md §6.4, §6.5). V1 defaults: max_size 240 events,
+    keep_first 2, max_tokens None (the agent LLM's effective max input: the model's max_input,
+    else its window), minimum_progress 0.1. Reasons: EVENTS (len > max_size, keep suffix
+    max_size//2 − keep_first − 1), TOKENS (keep the longest suffix whose removal frees
+    total − limit//2), REQUEST (on a 413: len//2 − keep_first − 1); the smallest suffix wins.
+    Start and end of the forgotten range snap forward to the next index that splits no tool
+    call from its result; fewer than minimum_progress × len forgotten → nothing. The summary is
+    a user message at the start offset. A hard requirement that finds nothing to forget does a
+    hard context reset: everything after the system prompt into one summary.
+    V0 (``openhands:v0``: server pipeline keep_first 4, max_size 120): EVENTS and REQUEST only,
+    head + summary + the last max_size//2 − keep_first − 1 events, the previous summary fed to
+    the summarizer as context, unmatched calls dropped. Not modelled: V1 tool-loop boundaries
+    (thinking across a loop), V0 max_event_length truncation of the summarizer's input.
+    """
+
+    name = "openhands"
+    citation = V1
+
+    estimator: str = "truth"
+    generation: str = "v1"
+    max_size: int = 240
+    keep_first: int = 2
+    max_tokens: int | None = None
+    minimum_progress: float = 0.1
+    summary_max_tokens: int = 8_192
+
+    def __post_init__(self) -> None:
+        if self.max_size // 2 - self.keep_first - 1 <= 0:
+            raise ValueError("keep_first must be less than max_size // 2 to leave room for condensation")
+
+    def _limit(self, session: Session) -> int | None:
+        model = session.model.max_input or session.model.context_window
+        return model if self.max_tokens is None else min(self.max_tokens, model)
+
+    def _suffix(self, ctx: Context, reasons: set[str], limit: int | None) -> int:
+        n, suffixes = len(ctx), []
+        if "request" in reasons:
+            suffixes.append(n // 2 - self.keep_first - 1)
+        if "events" in reasons:
+            suffixes.append(self.max_size // 2 - self.keep_first - 1)
+        if "tokens" in reasons and limit is not None:
+            events = ctx.messages[self.keep_first:]
+            reduce, freed, prefix = ctx.estimate - limit // 2, 0, len(events)
+            for i, m in enumerate(events):
+                freed += ctx.est(m)
+                if freed > reduce:
+                    prefix = i + 1
+                    break
+            suffixes.append(len(events) - prefix if reduce > 0 else len(events))
+        return min(suffixes)
+
+    def _condense(self, ctx: Context, session: Session, reasons: set[str]) -> Outcome | None:
+        msgs, n = ctx.messages, len(ctx)
+        if self.generation == "v0":
+            tail = (n // 2 if "request" in reasons else self.max_size // 2) - self.keep_first - 1
+            if tail <= 0:
+                return None
+            start, end = self.keep_first, n - tail
+            previous = msgs[start] if start < n and msgs[start].meta.get("summary") else None
+            forgotten = [m for m in msgs[start:end] if not m.meta.get("summary")]
+            inputs = (previous, *forgotten) if previous is not None else tuple(forgotten)
+        else:
+            start = safe_cut(msgs, self.keep_first)
+            end = safe_cut(msgs, n - self._suffix(ctx, reasons, self._limit(session)))
+            forgotten = inputs = msgs[start:end]
+            if not forgotten or len(forgotten) < n * self.minimum_progress:
+                return None
+        if not forgotten:
+            return None
+        summary = session.summarize(inputs, prompt=SUMMARY_PROMPT, max_tokens=self.summary_max_tokens)
+        text = quote_latest_human(summary.text, msgs, (*msgs[:start], *msgs[end:]))
+        kept = (*msgs[:start], text_user(text, summary=True), *msgs[end:])
+        after = ctx.replace(render(kept, msgs) if self.generation == "v0" else kept)
+        detail = f"{'/'.join(sorted(reasons))}: events [{start}:{end}) -> summary at offset {start}"
+        return Outcome(after, (event("summarize", ctx, after, touched=end - start,
+                                     summary_tokens=summary.output_tokens, detail=detail),))
+
+    def _hard_reset(self, ctx: Context, session: Session) -> Outcome | None:
+        head = ctx.messages[:1] if ctx.system else ()
+        rest = ctx.messages[len(head):]
+        if not rest:
+            return None
+        summary = session.summarize(rest, prompt=SUMMARY_PROMPT, max_tokens=self.summary_max_tokens)
+        after = ctx.replace((*head, text_user(quote_latest_human(summary.text, ctx.messages, head), summary=True)))
+        return Outcome(after, (event("summarize", ctx, after, touched=len(rest), summary_tokens=summary.output_tokens,
+                                     detail="hard context reset: the whole view into one summary"),))
+
+    def _reasons(self, ctx: Context, session: Session) -> set[str]:
+        reasons = {"events"} if len(ctx) > self.max_size else set()
+        limit = self._limit(session)
+        if self.generation == "v1" and limit is not None and ctx.estimate > limit:
+            reasons.add("tokens")
+        return reasons
+
+    def before_call(self, ctx: Context, session: Session) -> Outcome | None:
+        reasons = self._reasons(ctx, session)
+        if not reasons:
+            return None
+        outcome = self._condense(ctx, session, reasons)
+        if outcome is None and "tokens" in reasons:
+            return self._hard_reset(ctx, session)
+        return outcome
+
+    def on_overflow(self, ctx: Context, session: Session) -> Outcome | None:
+        outcome = self._condense(ctx, session, self._reasons(ctx, session) | {"request"})
+        return outcome if outcome is not None or self.generation == "v0" else self._hard_reset(ctx, session)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ViewCondenser(Strategy):
+    """A V0 condenser that rebuilds the view every step: sent only, the stored history is whole."""
+
+    estimator: str = "truth"
+    kind = "drop"
+
+    def view(self, ctx: Context, session: Session) -> tuple[Message, ...] | None:
+        raise NotImplementedError
+
+    def _sent(self, ctx: Context, session: Session) -> Context:
+        cached = session.state.get("projection")
+        if cached is not None and cached[0] is ctx.messages:
+            return cached[1]
+        msgs = self.view(ctx, session)
+        sent = ctx if msgs is None else ctx.replace(msgs)
+        session.state["projection"] = (ctx.messages, sent)
+        return sent
+
+    def before_call(self, ctx: Context, session: Session) -> Outcome | None:
+        sent = self._sent(ctx, session)
+        if sent is ctx:
+            return None
+        touched = len(ctx) - sum(1 for m in sent.messages if any(m is o for o in ctx.messages))
+        return Outcome(ctx, (event(self.kind, ctx, sent, touched=touched, detail="sent view, rebuilt every step"),))
+
+    def project(self, ctx: Context, session: Session) -> Context:
+        return self._sent(ctx, session)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObservationMasking(_ViewCondenser):
+    """V0 ``ObservationMaskingCondenser``: observations older than the window become "<MASKED>".
+
+    Source: V0 ``observation_masking_condenser.py``. attention_window: 100 in the config
+    (default here), 5 in the constructor. An observation at position i < len(view) − window
+    becomes an AgentCondensationObservation("<MASKED>"), rendered as a user message; its
+    action then never completes, so conversation memory drops the assistant tool call too.
+    """
+
+    name = "openhands:masking"
+    citation = V0 + " ObservationMaskingCondenser"
+    kind = "mask"
+
+    attention_window: int = 100
+
+    def view(self, ctx: Context, session: Session) -> tuple[Message, ...] | None:
+        cutoff = len(ctx) - self.attention_window
+        if not any(m.tool_results for m in ctx.messages[:max(cutoff, 0)]):
+            return None
+        memo: dict[int, tuple[Message, Message]] = session.state.setdefault("masked", {})
+        out = []
+        for i, m in enumerate(ctx.messages):
+            if i < cutoff and m.tool_results:
+                cached = memo.get(id(m))
+                if cached is None or cached[0] is not m:
+                    others = tuple(b for b in m.blocks if not isinstance(b, ToolResult))
+                    cached = memo[id(m)] = (m, Message("user", (Text(MASKED), *others), meta={"masked": True}))
+                m = cached[1]
+            out.append(m)
+        return render(out, ctx.messages)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecentEvents(_ViewCondenser):
+    """V0 ``RecentEventsCondenser``: view = the first keep_first events + the newest ones.
+
+    Source: V0 ``recent_events_condenser.py``; config defaults keep_first 1, max_events 100
+    (constructor 10). Applied every step. Deviations: a view already within max_events is left
+    as is (the code's slices overlap there and would repeat the head), and the latest human turn
+    is kept (harness contract).
+    """
+
+    name = "openhands:recent"
+    citation = V0 + " RecentEventsCondenser"
+
+    keep_first: int = 1
+    max_events: int = 100
+
+    def view(self, ctx: Context, session: Session) -> tuple[Message, ...] | None:
+        n = len(ctx)
+        if n <= self.max_events:
+            return None
+        tail = max(0, self.max_events - self.keep_first)
+        return keep_indices(ctx, {*range(self.keep_first), *range(n - tail if tail else n, n)})
+
+
+@dataclass(frozen=True, kw_only=True)
+class AmortizedForgetting(Strategy):
+    """V0 ``AmortizedForgettingCondenser``: past max_size, forget down to half, no summary.
+
+    Source: V0 ``amortized_forgetting_condenser.py``; config max_size 100, keep_first 1
+    (constructor 0). When len > max_size: keep view[:keep_first] + the last
+    max_size//2 − keep_first events and forget the rest (one id range); rolling, stored.
+    The latest human turn is kept (harness contract).
+    """
+
+    name = "openhands:amortized"
+    citation = V0 + " AmortizedForgettingCondenser"
+
+    estimator: str = "truth"
+    max_size: int = 100
+    keep_first: int = 1
+
+    def before_call(self, ctx: Context, session: Session) -> Outcome | None:
+        n = len(ctx)
+        tail = self.max_size // 2 - self.keep_first
+        if n <= self.max_size or n <= self.keep_first + tail:
+            return None
+        after = ctx.replace(keep_indices(ctx, {*range(self.keep_first), *range(n - tail, n)}))
+        return Outcome(after, (event("drop", ctx, after, touched=n - len(after),
+                                     detail=f"{n} events > max_size {self.max_size}: forgot down to {len(after)}"),))

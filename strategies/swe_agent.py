@@ -1,0 +1,105 @@
+"""SWE-agent's LastNObservations history processor: keep the newest n observations verbatim.
+
+SWE-agent keeps the full history and runs its processors over it before every query, so the
+elision is a view of what is sent, recomputed each call. With ``polling=1`` the boundary moves
+by one observation per call: each request rewrites the oldest still-visible output, which is
+exactly the rolling rewrite that breaks the prompt cache from that point on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bench.context import Context
+from strategies._tools import rewrite_results
+from strategies.base import Outcome, Strategy, event
+from traces.model import Message, ToolResult
+
+if TYPE_CHECKING:
+    from bench.session import Session
+
+
+def elided(content: str) -> str:
+    """The marker SWE-agent puts in place of an old observation (its line count, verbatim)."""
+    return f"Old environment output: ({len(content.splitlines())} lines omitted)"
+
+
+def observation_ids(messages: tuple[Message, ...]) -> list[str | None]:
+    """Observations in order: the task message (``None``, SWE-agent's instance template) when it
+    comes before the first answer, then one tool_use id per tool result."""
+    obs: list[str | None] = []
+    first_answer = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages))
+    if any(m.is_human_turn for m in messages[:first_answer]):
+        obs.append(None)
+    obs.extend(b.tool_use_id for m in messages for b in m.blocks if isinstance(b, ToolResult))
+    return obs
+
+
+def last_n_elided(messages: tuple[Message, ...], n: int, polling: int = 1) -> frozenset[str]:
+    """Tool-use ids whose output LastNObservations elides: ``obs[1:last_removed]``."""
+    obs = observation_ids(messages)
+    last_removed = max(0, (len(obs) // polling) * polling - n)
+    return frozenset(i for i in obs[1:last_removed] if i is not None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LastNObservations(Strategy):
+    """SWE-agent ``LastNObservations``: elide all observations but the first and the last ``n``.
+
+    Source: SWE-agent/SWE-agent @ 3ea751c087f32b16e039a2233dd6eefecef325d5,
+    ``sweagent/agent/history_processors.py`` (spec/strategies.md §9). ``n`` is required there;
+    the default 5 is the SWE-agent 0.7 paper config. Observations are indexed over the history
+    (the task message is observation 0, then every tool result); ``last_removed =
+    max(0, floor(K / polling) * polling - n)`` and ``obs[1:last_removed]`` become
+    "Old environment output: (N lines omitted)". Human turns after the task are not
+    environment output and are never elided (SWE-agent has none). Not modelled: the
+    keep/remove tags (TagToolCallObservations tags the action, so it never reaches this
+    processor anyway) and the " (M images omitted)" suffix (our tool results hold text only).
+    """
+
+    name = "swe-agent"
+    citation = "SWE-agent/SWE-agent@3ea751c0 sweagent/agent/history_processors.py LastNObservations"
+
+    estimator: str = "truth"
+    n: int = 5
+    polling: int = 1
+
+    def __post_init__(self) -> None:
+        if self.n <= 0 or self.polling <= 0:
+            raise ValueError("n and polling must be positive integers")
+
+    def masked(self, ctx: Context, session: Session) -> tuple[Context, frozenset[str]]:
+        """The view sent this call and the ids it elides (message objects reused across calls)."""
+        ids = last_n_elided(ctx.messages, self.n, self.polling)
+        if not ids:
+            return ctx, ids
+        memo: dict[int, tuple[Message, frozenset[str], Message]] = session.state.setdefault("elided", {})
+        out = []
+        for m in ctx.messages:
+            mine = frozenset(r.tool_use_id for r in m.tool_results if r.tool_use_id in ids)
+            if not mine:
+                out.append(m)
+                continue
+            cached = memo.get(id(m))
+            if cached is None or cached[0] is not m or cached[1] != mine:
+                cached = (m, mine, rewrite_results(m, lambda r: elided(r.content) if r.tool_use_id in mine else None))
+                memo[id(m)] = cached
+            out.append(cached[2])
+        return ctx.replace(out), ids
+
+    def before_call(self, ctx: Context, session: Session) -> Outcome | None:
+        sent, ids = self.masked(ctx, session)
+        session.state["projection"] = (ctx.messages, sent)
+        previous: frozenset[str] = session.state.get("masked_ids", frozenset())
+        if not ids - previous:
+            return None
+        session.state["masked_ids"] = ids
+        detail = f"sent view: {len(ids)} old observations elided, newest {self.n} kept (+ the first)"
+        return Outcome(ctx, (event("mask", ctx, sent, touched=len(ids - previous), detail=detail),))
+
+    def project(self, ctx: Context, session: Session) -> Context:
+        cached = session.state.get("projection")
+        if cached is not None and cached[0] is ctx.messages:
+            return cached[1]
+        return self.masked(ctx, session)[0]

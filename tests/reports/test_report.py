@@ -1,0 +1,200 @@
+"""reports.render on a tiny fixed run folder written here (no runner, no strategies involved).
+
+The run: two traces, three strategies. ``none`` never compacts; ``llm`` summarizes once on t1
+(cheapest, fewer tokens); ``mask`` rewrites old messages every call, so it bills fewer tokens
+than ``none`` and still costs more (the false economy the report must make visible).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+import reports
+from reports import charts, tables
+
+CALL_FIELDS = ["trace", "strategy", "call", "kind", "messages", "prompt_tokens", "estimate_tokens", "cache_read",
+               "cache_write", "uncached", "output_tokens", "cost", "cost_no_cache", "prefix_break", "overflow", "time"]
+# (trace, strategy, call, kind, prompt, cache_read, cost, cost_no_cache, prefix_break, overflow)
+CALLS = [
+    ("t1", "none", 0, "agent", 1000, 0, 0.010, 0.010, False, False),
+    ("t1", "none", 1, "agent", 2000, 1000, 0.010, 0.020, False, False),
+    ("t1", "none", 2, "agent", 3000, 2000, 0.010, 0.030, False, True),
+    ("t2", "none", 0, "agent", 1000, 0, 0.010, 0.010, False, False),
+    ("t2", "none", 1, "agent", 2000, 1000, 0.010, 0.020, False, False),
+    ("t1", "llm", 0, "agent", 1000, 0, 0.010, 0.010, False, False),
+    ("t1", "llm", 1, "agent", 2000, 1000, 0.010, 0.020, False, False),
+    ("t1", "llm", 2, "summarizer", 1000, 1000, 0.002, 0.004, False, False),
+    ("t1", "llm", 2, "agent", 500, 0, 0.004, 0.005, True, False),
+    ("t2", "llm", 0, "agent", 1000, 0, 0.010, 0.010, False, False),
+    ("t2", "llm", 1, "agent", 2000, 1000, 0.010, 0.020, False, False),
+    ("t1", "mask", 0, "agent", 1000, 0, 0.010, 0.010, False, False),
+    ("t1", "mask", 1, "agent", 1500, 0, 0.015, 0.015, True, False),
+    ("t1", "mask", 2, "agent", 2000, 0, 0.020, 0.020, True, False),
+    ("t2", "mask", 0, "agent", 1000, 0, 0.010, 0.010, False, False),
+    ("t2", "mask", 1, "agent", 1500, 0, 0.015, 0.015, True, False),
+]
+RESULT_FIELDS = ["trace", "strategy", "calls", "input_tokens", "saving_vs_none", "peak_context", "mean_context",
+                 "compactions", "overflows", "cost", "cost_no_cache", "summarizer_cost_share", "failed", "error"]
+RESULTS = [
+    ("t1", "none", 3, 6000, 0.0, 3000, 2000.0, 0, 1, 0.030, 0.060, 0.0, "", ""),
+    ("t2", "none", 2, 3000, 0.0, 2000, 1500.0, 0, 0, 0.020, 0.030, 0.0, "", ""),
+    ("t1", "llm", 3, 4500, 0.25, 2000, 1166.7, 1, 0, 0.026, 0.039, 0.0769, "", ""),
+    ("t2", "llm", 2, 3000, 0.0, 2000, 1500.0, 0, 0, 0.020, 0.030, 0.0, "", ""),
+    ("t1", "mask", 3, 4500, 0.25, 2000, 1500.0, 0, 0, 0.045, 0.045, 0.0, "", ""),
+    ("t2", "mask", 2, 2500, 0.1667, 1500, 1250.0, 0, 0, 0.025, 0.025, 0.0, "circuit breaker <after 3 failures>", ""),
+    ("t1", "broken", 0, 0, None, 0, 0.0, 0, 0, 0.0, 0.0, 0.0, "", "KeyError: 'boom' (at strategies/broken.py:3)"),
+]
+EVENTS = [("t1", "llm", 2, "summarize"), ("t1", "mask", 1, "mask"), ("t1", "mask", 2, "mask"),
+          ("t2", "mask", 1, "mask")]
+PROBES = [  # (strategy, needle_kind, cls, age_tokens)
+    ("none", "fact", "retained-verbatim", 500), ("none", "fact", "retained-verbatim", 9000),
+    ("llm", "fact", "retained-verbatim", 500), ("llm", "fact", "missing", 9000),
+    ("mask", "fact", "recoverable-by-reference", 500), ("mask", "error", "stale", 9000),
+    ("mask", "control", "missing", 9000),
+]
+RUN_INFO = {
+    "schema_version": 1,
+    "config": {"name": "fixture", "model": "claude-sonnet-4-5", "summarizer": "extractive", "seed": 7,
+               "cache_ttl": "5m", "seconds_per_call": 10.0},
+    "strategies": [{"label": "none", "name": "none", "version": 1, "citation": "baseline"},
+                   {"label": "llm", "name": "llm", "version": 2, "citation": "example/llm.py@abc123"},
+                   {"label": "mask", "name": "mask", "version": 1, "citation": "example/mask.py@def456"}],
+    "traces": [{"id": "t1", "agent": "claude-code", "sha256": "ab" * 32, "calls": 3},
+               {"id": "t2", "agent": "codex", "sha256": "cd" * 32, "calls": 2}],
+    "pricing_table": "prices-2026-01", "tokenizer": "cl100k_base",
+    "provenance": {"git_sha": "0123456789abcdef", "git_dirty": True, "python": "3.11.7",
+                   "packages": {"pandas": "2.2.0", "matplotlib": "3.11.2"}},
+}
+PNGS = ["context_over_calls.png", "cost_vs_saving.png", "cost_cache.png", "cache_hit_rate.png",
+        "summary_sizes.png", "retention_by_age.png"]
+
+
+def write_fixture_run(run_dir: Path, *, probes: bool = True) -> Path:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with (run_dir / "calls.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(CALL_FIELDS)
+        for t, s, call, kind, prompt, read, cost, nc, brk, over in CALLS:
+            w.writerow([t, s, call, kind, 4, prompt, prompt, read, prompt - read, 0, 100, cost, nc, brk, over,
+                        call * 10.0])
+    with (run_dir / "results.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(RESULT_FIELDS)
+        w.writerows(RESULTS)
+    (run_dir / "events.jsonl").write_text("".join(
+        json.dumps({"trace": t, "strategy": s, "call": c, "hook": "before_call", "kind": k, "tokens_before": 2000,
+                    "tokens_after": 500, "estimate_before": 2100, "messages_touched": 3,
+                    "summary_tokens": 300 if k == "summarize" else None, "detail": ""}) + "\n"
+        for t, s, c, k in EVENTS))
+    (run_dir / "summaries.jsonl").write_text(json.dumps(
+        {"trace": "t1", "strategy": "llm", "call": 2, "tokens": 300, "text": "summary", "summarizer": "extractive"})
+        + "\n")
+    if probes:
+        with (run_dir / "probes.csv").open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["trace", "strategy", "moment", "call", "needle_kind", "cls", "age_tokens"])
+            w.writerows(["t1", s, "end", 2, k, c, a] for s, k, c, a in PROBES)
+    (run_dir / "run.json").write_text(json.dumps(RUN_INFO))
+    return run_dir
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", f"{path.name} is not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return reports.render(write_fixture_run(tmp_path_factory.mktemp("run") / "fixture"))
+
+
+def test_render_writes_html_and_every_png(rendered: Path) -> None:
+    assert rendered.name == "report.html" and rendered.exists()
+    for name in PNGS:
+        assert png_size(rendered.parent / name) == charts.SIZE_PIXELS == (1000, 600)
+    page = rendered.read_text()
+    for name in PNGS:
+        assert f'src="{name}"' in page
+    assert "$title" not in page and "$charts" not in page
+
+
+def test_summary_table_sorted_by_cost_with_hand_computed_values(rendered: Path) -> None:
+    page = rendered.read_text()
+    table = page.split('<table class="results">')[1].split("</table>")[0]
+    # llm $0.046 < none $0.050 < mask $0.070
+    assert table.index(">llm ") < table.index(">none ") < table.index(">mask ")
+    # mask: 7000 tokens vs 9000 → +22.2% saving, $0.070 vs $0.050 → +40% cost: a false economy
+    mask_row = table.split(">mask ")[1].split("</tr>")[0]
+    assert "+22.2%" in mask_row and "+40%" in mask_row and "false economy" in mask_row
+    # llm: 7500 (agent and summarizer prompts) vs 9000 → +16.7%; cost −8%
+    llm_row = table.split(">llm ")[1].split("</tr>")[0]
+    assert "+16.7%" in llm_row and "-8%" in llm_row and "false economy" not in llm_row
+    assert "cost ↓" in table and "tokens saved vs none ↑" in table
+    assert "Replay limitation" in page and "recorded future" in page
+
+
+def test_totals_from_calls() -> None:
+    import pandas as pd
+
+    calls = pd.DataFrame([dict(zip(["trace", "strategy", "call", "kind", "prompt_tokens", "cache_read", "cost",
+                                    "cost_no_cache", "prefix_break", "overflow"], c, strict=True)) for c in CALLS])
+    rows = tables.trace_rows(pd.DataFrame([dict(zip(RESULT_FIELDS, r, strict=True)) for r in RESULTS])
+                             .assign(failed=lambda d: d.failed.replace("", None)), calls)
+    totals = tables.strategy_totals(rows, calls).set_index("strategy")
+    assert totals.loc["none", "cache_hit_rate"] == pytest.approx(4000 / 9000)
+    assert totals.loc["llm", "cache_hit_rate"] == pytest.approx(3000 / 7500)
+    assert totals.loc["mask", "prefix_breaks"] == 3
+    assert totals.loc["llm", "prefix_breaks"] == 1
+    assert totals.loc["llm", "summarizer_cost_share"] == pytest.approx(0.002 / 0.046)
+    assert totals.loc["mask", "failed"] == 1 and totals.loc["none", "failed"] == 0
+    assert totals.false_economy.tolist() == [False, False, True]
+    assert list(totals.index) == ["llm", "none", "mask"]
+
+
+def test_provenance_failures_and_escaping(rendered: Path) -> None:
+    page = rendered.read_text()
+    # a harness error is listed, never totalled as a $0 strategy
+    summary = page.split('<table class="results">')[1].split("</table>")[0]
+    assert ">broken " not in summary
+    assert "harness error, left out of the totals: KeyError: &#x27;boom&#x27;" in page
+    assert "1 task(s) ended in a harness error" in page
+    assert "0123456789ab (dirty)" in page and "claude-sonnet-4-5" in page and "cl100k_base" in page
+    assert "example/llm.py@abc123" in page
+    assert "circuit breaker &lt;after 3 failures&gt;" in page
+    assert "<after 3" not in page
+    assert "http://" not in page and "https://" not in page, "the report must load nothing from the network"
+
+
+def test_without_probes_no_retention_chart(tmp_path: Path) -> None:
+    out = reports.render(write_fixture_run(tmp_path / "run", probes=False))
+    assert not (tmp_path / "run" / "retention_by_age.png").exists()
+    assert "retention_by_age.png" not in out.read_text()
+    assert "probes.csv absent" in out.read_text()
+
+
+def test_rerender_is_byte_identical(rendered: Path, tmp_path: Path) -> None:
+    again = reports.render(write_fixture_run(tmp_path / "fixture"))
+    assert again.read_text() == rendered.read_text()
+    for name in PNGS:
+        assert (again.parent / name).read_bytes() == (rendered.parent / name).read_bytes(), name
+
+
+def test_render_reads_files_only(tmp_path: Path) -> None:
+    """In a fresh interpreter: rendering never imports the strategies (it reads the run's files only)."""
+    import subprocess
+    import sys
+
+    run_dir = write_fixture_run(tmp_path / "run")
+    code = ("import sys, reports; from pathlib import Path; reports.render(Path(sys.argv[1])); "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'strategies' or m == 'bench.replay'); "
+            "print(bad)")
+    done = subprocess.run([sys.executable, "-c", code, str(run_dir)], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,196 @@
+"""Cline's truncation, duplicate-read removal and budgets (spec/strategies.md §2), hand-computed.
+
+Our index = Cline's index + 1 (the system message comes first here, not in Cline's history).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+import strategies
+from bench.context import Meter
+from bench.pricing import profile
+from bench.replay import ReplayConfig, replay
+from bench.session import Session
+from bench.summarizers.extractive import ExtractiveSummarizer
+from strategies.cline import (CONTINUE_NOTICE, READ_NOTICE, RESULT_MISSING, TRUNCATION_NOTICE, Cline, ClineSdk,
+                              max_allowed_size, removal_count)
+from traces.model import Message, ToolResult, ToolUse, Trace, Usage, orphans
+
+SONNET = profile("claude-sonnet-4-5")
+TINY = replace(SONNET, id="tiny-16k", context_window=16_000, max_output=2_000)
+SYSTEM = Message.text_message("system", "You are Cline.")
+
+
+def session(counter, model=SONNET, estimator="truth") -> Session:
+    return Session(model, Meter(counter, estimator), ExtractiveSummarizer())
+
+
+def conversation(n: int = 20) -> list[Message]:
+    """system + n alternating messages m0 (user) .. m{n-1}; Cline index k holds text 'mk'."""
+    return [SYSTEM, *(Message.text_message("user" if k % 2 == 0 else "assistant", f"m{k}") for k in range(n))]
+
+
+def texts(ctx) -> list[str]:
+    return [m.text for m in ctx.messages[1:]]
+
+
+@pytest.mark.parametrize(("window", "budget"), [
+    (64_000, 37_000), (128_000, 98_000), (200_000, 160_000),
+    (256_000, 216_000), (1_000_000, 960_000), (100_000, 80_000), (0, 98_000),
+])
+def test_budgets_are_exact_matches_else_the_larger_of_minus_40k_and_80_percent(window, budget):
+    assert max_allowed_size(window) == budget
+
+
+def test_half_and_quarter_ranges_on_20_messages(counter):
+    assert removal_count(18, "half") == 8 and removal_count(18, "quarter") == 12
+    for keep, removed_to in (("half", 9), ("quarter", 13)):
+        s = session(counter)
+        out = Cline(keep=keep).truncated(Meter(counter).context(conversation()), s, keep, ())
+        kept = ["m0", "m1", *(f"m{k}" for k in range(removed_to + 1, 20))]
+        # the notice replaces block 0 of the first assistant message
+        assert texts(out.context) == ["m0", TRUNCATION_NOTICE, *kept[2:]]
+        assert s.state["cline.range"] == (2, removed_to)
+
+
+def test_the_range_only_grows_and_the_notice_is_placed_once(counter):
+    s = session(counter)
+    first = Cline().truncated(Meter(counter).context(conversation()), s, "half", ())
+    assert s.state["cline.range"] == (2, 9)
+    # 12 left: 10 after the pair -> remove floor(10/4)*2 = 4 more (Cline 10..13): the range is [2, 13]
+    second = Cline().truncated(first.context, s, "half", ())
+    assert s.state["cline.range"] == (2, 13)
+    assert texts(second.context) == ["m0", TRUNCATION_NOTICE, *(f"m{k}" for k in range(14, 20))]
+    assert [m.text for m in second.context.messages].count(TRUNCATION_NOTICE) == 1
+
+
+def test_trigger_uses_the_previous_usage_and_picks_quarter_when_twice_over(counter):
+    ctx = Meter(counter, "truth").context(conversation())
+    s = session(counter)
+    assert Cline().before_call(ctx, s) is None  # first call: no usage yet
+    s.last_usage = Usage(input_tokens=150_000, cache_read_tokens=9_000, output_tokens=999)  # 159,999
+    assert Cline().before_call(ctx, s) is None
+    s.last_usage = Usage(input_tokens=150_000, cache_write_tokens=9_000, output_tokens=1_000)  # 160,000
+    assert Cline().before_call(ctx, s).events[-1].detail == "half: range (2, 9)"
+    s2 = session(counter)
+    s2.last_usage = Usage(input_tokens=320_001)
+    assert Cline().before_call(ctx, s2).events[-1].detail == "quarter: range (2, 13)"
+
+
+def reads(contents: list[tuple[str, str]]) -> list[Message]:
+    msgs = [SYSTEM, Message.text_message("user", "task"), Message.text_message("assistant", "ok")]
+    for k, (path, content) in enumerate(contents):
+        msgs += [Message("user", (ToolResult(f"r{k - 1}", "done"),)) if k else Message.text_message("user", "go"),
+                 Message("assistant", (ToolUse(f"r{k}", "read_file", {"path": path}),))]
+    msgs.append(Message("user", (ToolResult(f"r{len(contents) - 1}", "done"),)))
+    # put the file contents in the results (each result answers the call before it)
+    out, k = [], 0
+    for m in msgs:
+        if m.tool_results:
+            m = Message("user", (ToolResult(m.tool_results[0].tool_use_id, contents[k][1]),))
+            k += 1
+        out.append(m)
+    return out
+
+
+def test_dedup_keeps_the_newest_read_and_stops_when_it_saves_30_percent(counter):
+    msgs = reads([("a.py", "A" * 3_000), ("b.py", "B" * 100), ("a.py", "a" * 3_000)])
+    s = session(counter)
+    s.last_usage = Usage(input_tokens=160_000)
+    out = Cline().before_call(Meter(counter, "truth").context(msgs), s)
+    assert [e.kind for e in out.events] == ["dedup"]  # saved ≥ 30%: no truncation this turn
+    contents = [r.content for m in out.context.messages for r in m.tool_results]
+    assert contents == [READ_NOTICE, "B" * 100, "a" * 3_000]
+    assert "cline.range" not in s.state
+
+
+def test_dedup_below_30_percent_is_kept_and_truncation_follows(counter):
+    msgs = reads([("a.py", "A" * 300), ("b.py", "B" * 3_000), ("a.py", "a" * 300)])
+    s = session(counter)
+    s.last_usage = Usage(input_tokens=160_000)
+    out = Cline().before_call(Meter(counter, "truth").context(msgs), s)
+    assert [e.kind for e in out.events] == ["dedup", "drop"]
+    assert orphans(out.context.messages) == (set(), set())
+    assert out.context.messages[2].text == TRUNCATION_NOTICE
+
+
+def test_truncation_never_splits_a_tool_pair_and_repairs_the_first_call(counter):
+    msgs = [SYSTEM, Message.text_message("user", "task")]
+    for k in range(9):  # assistant call k, user result k: the first assistant's result is Cline index 2
+        msgs += [Message("assistant", (ToolUse(f"c{k}", "bash", {"command": str(k)}),)),
+                 Message("user", (ToolResult(f"c{k}", f"out {k}"),))]
+    out = Cline().truncated(Meter(counter).context(msgs), session(counter), "half", ())
+    # Cline's 19 messages: remove floor(17/4)*2 = 8 -> end Cline 9 = result 4, a user message, so
+    # end 8 (call 4); the pair is whole: result 4 goes too. Cline strips such an orphan result.
+    assert orphans(out.context.messages) == (set(), set())
+    first_call, repaired = out.context.messages[2], out.context.messages[3]
+    assert first_call.blocks[0].text == TRUNCATION_NOTICE and first_call.tool_uses[0].id == "c0"
+    assert [(r.tool_use_id, r.content) for r in repaired.tool_results] == [("c0", RESULT_MISSING)]
+    assert out.context.messages[4].tool_uses[0].id == "c5"
+
+
+def tool_session(n: int) -> list[Message]:
+    msgs = [SYSTEM, Message.text_message("user", "task")]
+    for k in range(n):
+        msgs += [Message("assistant", (ToolUse(f"c{k}", "bash", {"command": str(k)}),)),
+                 Message("user", (ToolResult(f"c{k}", f"out {k}"),))]
+    return msgs
+
+
+def test_overflow_uses_quarter_and_marks_the_first_user_message(counter):
+    msgs = tool_session(9)
+    msgs.insert(4, Message.text_message("user", "latest human request"))
+    s = session(counter)
+    out = Cline().on_overflow(Meter(counter).context(msgs), s)
+    # Cline's 20 messages: remove floor(18*3/4/2)*2 = 12 -> end Cline 13 = result 5, a user message,
+    # so end Cline 12 (call 5); its result goes with it: Cline 2..13 are gone
+    assert s.state["cline.range"] == (2, 13)
+    assert out.context.messages[1].text == CONTINUE_NOTICE
+    # deviation: the latest human request, inside the range, is kept (its text), after the first pair,
+    # and carries the repaired result of the first call
+    kept = out.context.messages[3]
+    assert kept.text == "latest human request" and kept.tool_results == (ToolResult("c0", RESULT_MISSING),)
+    assert out.context.messages[4].tool_uses[0].id == "c6"
+    assert orphans(out.context.messages) == (set(), set())
+    single = Cline().on_overflow(Meter(counter).context(tool_session(9)), session(counter))
+    assert single.context.messages[1].text == "task"  # deviation: never the only (latest) request
+
+
+def test_sdk_compacts_at_81_percent_and_keeps_the_latest_prompt(counter):
+    sdk = ClineSdk()
+    trigger, target = sdk.limits(SONNET, tuple(conversation()))
+    assert trigger == pytest.approx(0.9 * 0.9 * 200_000)
+    assert target == pytest.approx(0.5 * 180_000)  # 10 pairs, 64K max output < 180K
+    assert sdk.limits(SONNET, tuple(conversation(4)))[1] == pytest.approx(0.7 * trigger)
+
+
+@pytest.mark.parametrize("name", ["cline-half", "cline-quarter", "cline:sdk"])
+def test_end_to_end_replay_has_no_orphans(counter, name):
+    msgs = [SYSTEM, Message.text_message("user", "U0: fix the bug")]
+    for k in range(14):
+        call = ToolUse(f"c{k}", "read_file", {"path": f"/src/f{k if k % 3 else 0}.py"})
+        output = "".join(f"line {i}: value {i * 7} in /src/f{k}.py\n" for i in range(180))
+        msgs += [Message("assistant", (call,)), Message("user", (ToolResult(f"c{k}", output),))]
+        if k % 4 == 3:
+            msgs.append(Message.text_message("user", f"U{k}: keep going"))
+    msgs.append(Message.text_message("assistant", "finished"))
+    sent: list = []
+
+    class Spy:
+        def __init__(self, inner) -> None:
+            self.inner, self.name, self.estimator = inner, inner.name, inner.estimator
+
+        def __getattr__(self, hook: str):
+            return getattr(self.inner, hook)
+
+        def project(self, ctx, session):
+            sent.append(ctx)
+            return ctx
+
+    result = replay(Trace("synthetic", tuple(msgs)), Spy(strategies.build(name)), ReplayConfig(TINY), counter=counter)
+    assert result.error is None and result.failed is None
+    assert {e.kind for e in result.events} & {"drop", "summarize"}
+    assert len(sent) >= 15 and all(orphans(ctx.messages) == (set(), set()) for ctx in sent)

@@ -1,0 +1,139 @@
+"""Codex local compaction (spec/strategies.md §3): trigger, the 20K user-message walk, the retry
+that drops the oldest item, the rebuilt history and tool-output truncation. Sizes are ASCII, so
+bytes/4 is exact: "u" * 4n is n tokens."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+import strategies
+from bench.context import Meter
+from bench.pricing import profile
+from bench.replay import ReplayConfig, replay
+from bench.session import Session
+from bench.summarizers import Summary, SummaryRequest
+from strategies.codex import SUMMARY_PREFIX, Codex, approx_tokens, middle_truncate
+from traces.model import Message, ToolResult, ToolUse, Trace, Usage, orphans
+
+SONNET = profile("claude-sonnet-4-5")
+TINY = replace(SONNET, id="tiny-16k", context_window=16_000, max_output=2_000)
+SYSTEM = Message.text_message("system", "You are Codex.")
+
+
+class Recorder:
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.requests: list[SummaryRequest] = []
+
+    def summarize(self, request: SummaryRequest) -> Summary:
+        self.requests.append(request)
+        return Summary("SUMMARY", 0, 0, self.name)
+
+
+def session(counter, model=SONNET, summarizer=None) -> tuple[Session, Recorder]:
+    recorder = summarizer or Recorder()
+    return Session(model, Meter(counter, "bytes/4"), recorder), recorder
+
+
+def user(text: str) -> Message:
+    return Message.text_message("user", text)
+
+
+def test_limits_90_percent_of_the_window_or_the_flat_256k_of_2025():
+    assert Codex().limit(200_000) == 180_000
+    assert strategies.build("codex:2025").limit(200_000) == 256_000  # never reached in a 200K window
+    assert Codex(auto_compact_limit=150_000).limit(200_000) == 150_000  # min(configured, 90%)
+
+
+def test_trigger_is_last_total_plus_bytes4_of_what_came_since(counter):
+    msgs = [SYSTEM, user("task"), Message.text_message("assistant", "ok"), user("u" * 4_000)]  # 1,000 since
+    ctx = Meter(counter, "bytes/4").context(msgs)
+    s, recorder = session(counter)
+    s.last_usage = Usage(input_tokens=170_000, cache_read_tokens=8_000, output_tokens=999)  # +1,000 = 179,999
+    assert Codex().before_call(ctx, s) is None
+    s.last_usage = Usage(input_tokens=170_000, cache_read_tokens=8_000, output_tokens=1_000)  # 180,000
+    out = Codex().before_call(ctx, s)
+    assert out is not None and [e.kind for e in out.events] == ["summarize"]
+    assert [(m.role, m.text) for m in out.context.messages] == [
+        ("system", "You are Codex."), ("user", "task"), ("user", "u" * 4_000), ("user", SUMMARY_PREFIX + "\nSUMMARY")]
+
+
+def test_user_message_walk_stops_at_the_first_that_does_not_fit():
+    old_small, big, newer, newest = "o" * 400, "b" * 60_000, "n" * 24_000, "w" * 16_000  # 100, 15K, 6K, 4K
+    kept = Codex().recent_user_messages([old_small, big, newer, newest])
+    # newest 4,000 + newer 6,000 leave 10,000: big is cut to 10,000 tokens and the walk stops there
+    assert kept[1:] == [newer, newest] and len(kept) == 3
+    # 40,000 bytes: the 27-byte marker leaves 19,986 + 19,987; 20,027 bytes removed = 5,007 tokens
+    assert kept[0] == "b" * 19_986 + "…5007 tokens truncated…" + "b" * 19_987
+    assert approx_tokens(kept[0]) == 10_000
+    assert old_small not in kept  # smaller and older, but not taken
+
+
+def test_previous_summaries_and_session_prefixes_are_not_kept_as_user_messages(counter):
+    msgs = [SYSTEM, user("<environment_context>cwd=/x</environment_context>"), user("real request"),
+            user(SUMMARY_PREFIX + "\nold summary"), user("follow-up")]
+    s, _ = session(counter)
+    out = Codex().on_overflow(Meter(counter, "bytes/4").context(msgs), s)
+    assert [m.text for m in out.context.messages[1:-1]] == ["real request", "follow-up"]
+
+
+def test_compaction_request_over_the_window_drops_the_oldest_item_and_retries(counter):
+    big = " ".join(f"w{i}" for i in range(6_000))  # about 12K truth tokens
+    msgs = [SYSTEM, Message("assistant", (ToolUse("c0", "shell", {"cmd": "cat big"}),)),
+            Message("user", (ToolResult("c0", big),)), user("now fix it " * 300), user("and test it")]
+    ctx = Meter(counter, "bytes/4").context(msgs)
+    assert not TINY.fits(ctx.truth, 0)
+    s, recorder = session(counter, model=TINY)
+    out = Codex().on_overflow(ctx, s)
+    sent = recorder.requests[0].messages
+    # the oldest item is the call: its output goes with it, and then the request fits
+    assert sent == (SYSTEM, msgs[3], msgs[4])
+    assert out.events[0].detail == "trimmed 1 oldest item(s)"
+    assert [m.text for m in out.context.messages[1:3]] == [msgs[3].text, "and test it"]
+
+
+def test_tool_outputs_are_cut_at_record_time(counter):
+    long = "".join(f"{i:07d}\n" for i in range(7_000))  # 56,000 bytes > 10,000 tokens x 1.2 = 48,000 bytes
+    msgs = [SYSTEM, user("go"), Message("assistant", (ToolUse("c0", "shell", {}),)),
+            Message("user", (ToolResult("c0", long),))]
+    s, _ = session(counter)
+    out = Codex().on_tool_result(Meter(counter, "bytes/4").context(msgs), s)
+    cut = out.context.messages[-1].tool_results[0].content
+    # the 27-byte marker leaves 47,973 bytes: 23,986 of head, 23,987 of tail; 8,027 bytes = 2,007 tokens
+    assert cut == long[:23_986] + "…2007 tokens truncated…" + long[-23_987:]
+    assert len(cut.encode()) == 48_000
+    assert middle_truncate("a" * 50 + "b" * 50, 60, "bytes") == "a" * 18 + "…64 chars truncated…" + "b" * 18
+    assert Codex().on_tool_result(Meter(counter, "bytes/4").context(msgs[:-1] + [user("x")]), s) is None
+
+
+@pytest.mark.parametrize("name", ["codex", "codex:2025"])
+def test_end_to_end_replay_has_no_orphans(counter, name):
+    msgs = [SYSTEM, user("U0: fix the bug")]
+    for k in range(12):
+        output = "".join(f"line {i}: value {i * 7} in /src/f{k}.py\n" for i in range(180))
+        msgs += [Message("assistant", (ToolUse(f"c{k}", "shell", {"cmd": str(k)}),)),
+                 Message("user", (ToolResult(f"c{k}", output),))]
+        if k % 4 == 3:
+            msgs.append(user(f"U{k}: keep going"))
+    msgs.append(Message.text_message("assistant", "finished"))
+    sent: list = []
+
+    class Spy:
+        def __init__(self, inner) -> None:
+            self.inner, self.name, self.estimator = inner, inner.name, inner.estimator
+
+        def __getattr__(self, hook: str):
+            return getattr(self.inner, hook)
+
+        def project(self, ctx, session):
+            sent.append(ctx)
+            return ctx
+
+    result = replay(Trace("synthetic", tuple(msgs)), Spy(strategies.build(name)), ReplayConfig(TINY), counter=counter)
+    assert result.error is None and result.failed is None
+    assert "summarize" in {e.kind for e in result.events}
+    assert len(sent) >= 13 and all(orphans(ctx.messages) == (set(), set()) for ctx in sent)
+    assert not any(c.overflow for c in result.calls)

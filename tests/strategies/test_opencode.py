@@ -1,0 +1,202 @@
+"""OpenCode prune + compaction (spec/strategies.md §1), on hand-built traces with hand-computed sizes.
+
+Tool outputs are "x" * 4n characters, so OpenCode's round(chars/4) estimate is exactly n tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+import strategies
+from bench.context import Meter
+from bench.pricing import profile
+from bench.replay import ReplayConfig, replay
+from bench.session import Session
+from bench.summarizers import Summary, SummaryRequest
+from bench.summarizers.extractive import ExtractiveSummarizer
+from strategies.opencode import (CONTINUE_2026, CONTINUE_CLASSIC, PRUNED, QUESTION, TAIL_HEADINGS, OpenCode)
+from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans
+
+SONNET = profile("claude-sonnet-4-5")  # 200K window, 64K max output
+TINY = replace(SONNET, id="tiny-16k", context_window=16_000, max_output=2_000)
+SYSTEM = Message.text_message("system", "You are OpenCode.")
+
+
+class Recorder:
+    """A summarizer that remembers its requests and answers a fixed text."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.requests: list[SummaryRequest] = []
+
+    def summarize(self, request: SummaryRequest) -> Summary:
+        self.requests.append(request)
+        return Summary("SUMMARY", 0, 0, self.name)
+
+
+class Spy:
+    """Delegates to a strategy and keeps every context it sends."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name, self.estimator, self.sent = inner, inner.name, inner.estimator, []
+
+    def __getattr__(self, hook: str):
+        return getattr(self.inner, hook)
+
+    def project(self, ctx, session):
+        self.sent.append(self.inner.project(ctx, session))
+        return self.sent[-1]
+
+
+def session(counter, model=SONNET, summarizer=None, estimator="chars/4") -> Session:
+    return Session(model, Meter(counter, estimator), summarizer or ExtractiveSummarizer())
+
+
+def human(text: str) -> Message:
+    return Message.text_message("user", text)
+
+
+def tool_step(call_id: str, tokens: int, name: str = "bash", *, prose: bool = False) -> tuple[Message, Message]:
+    """A call and its output of ``tokens`` OpenCode-estimated tokens (or real-looking text)."""
+    output = "".join(f"line {i}: value {i * 7} in /src/f{i}.py\n" for i in range(tokens // 8)) if prose \
+        else "x" * (4 * tokens)
+    return (Message("assistant", (ToolUse(call_id, name, {"command": call_id}),)),
+            Message("user", (ToolResult(call_id, output),)))
+
+
+def history(old_outputs: list[tuple[str, int, str]]) -> list[Message]:
+    """system, U1, the old tool steps, U2 + a 10K step, U3 + an answer, then the new human U4."""
+    msgs = [SYSTEM, human("U1: start")]
+    for call_id, tokens, name in old_outputs:
+        msgs += tool_step(call_id, tokens, name)
+    msgs += [human("U2: next"), *tool_step("t_recent", 10_000), human("U3: more"),
+             Message.text_message("assistant", "done"), human("U4: new request")]
+    return msgs
+
+
+def outputs(ctx) -> dict[str, str]:
+    return {r.tool_use_id: r.content for m in ctx.messages for r in m.tool_results}
+
+
+def test_prune_clears_only_outputs_beyond_the_newest_40k_when_over_20k(counter):
+    steps = [(f"t{i}", 10_000, "bash") for i in range(1, 8)]  # t7 is the newest old output
+    steps.insert(3, ("s1", 30_000, "skill"))
+    ctx = Meter(counter).context(history(steps))
+    out = OpenCode().before_call(ctx, session(counter))
+    assert out is not None and [e.kind for e in out.events] == ["prune"]
+    after = outputs(out.context)
+    # newest→oldest: t7..t4 make 40,000 (not > 40K); t3, t2, t1 are queued: 30,000 > 20,000 freed
+    assert {k for k, v in after.items() if v == PRUNED} == {"t1", "t2", "t3"}
+    assert after["s1"] == "x" * 120_000 and after["t_recent"] == "x" * 40_000  # skill + last 2 turns
+    assert out.context.messages[2].tool_uses == ctx.messages[2].tool_uses  # the call stays
+    assert out.events[0].messages_touched == 3
+    # the next run stops at the already-cleared output: nothing more to do
+    assert OpenCode().before_call(out.context, session(counter)) is None
+
+
+def test_prune_does_nothing_when_it_would_free_20k_or_less(counter):
+    just_under = [(f"t{i}", 10_000, "bash") for i in range(1, 7)]  # t2 + t1 = 20,000, not > 20,000
+    assert OpenCode().before_call(Meter(counter).context(history(just_under)), session(counter)) is None
+    just_over = [("t1", 10_004, "bash")] + [(f"t{i}", 10_000, "bash") for i in range(2, 7)]
+    out = OpenCode().before_call(Meter(counter).context(history(just_over)), session(counter))
+    assert out is not None and {k for k, v in outputs(out.context).items() if v == PRUNED} == {"t1", "t2"}
+
+
+def test_prune_waits_for_a_new_human_turn_and_is_off_in_the_tail_generation(counter):
+    msgs = history([(f"t{i}", 10_000, "bash") for i in range(1, 8)])
+    mid_run = msgs[:-1] + list(tool_step("t_more", 10))  # the step brings tool results, no human turn
+    assert OpenCode().before_call(Meter(counter).context(mid_run), session(counter)) is None
+    assert OpenCode(generation="tail").before_call(Meter(counter).context(msgs), session(counter)) is None
+    assert OpenCode(generation="tail", prune=True).before_call(Meter(counter).context(msgs), session(counter))
+
+
+def test_prune_stops_at_a_compaction_summary(counter):
+    msgs = history([(f"t{i}", 10_000, "bash") for i in range(1, 8)])
+    msgs.insert(7, Message.text_message("assistant", "SUMMARY", meta={"summary": True}))  # after t3
+    assert OpenCode().before_call(Meter(counter).context(msgs), session(counter)) is None  # t1-t3 unseen
+
+
+@pytest.mark.parametrize(("generation", "usage", "fires"), [
+    ("classic", Usage(input_tokens=100_000, cache_read_tokens=68_000), False),  # 168,000 = usable: not >
+    ("classic", Usage(input_tokens=100_000, cache_read_tokens=67_000, output_tokens=1_001), True),
+    ("classic", Usage(input_tokens=1, cache_write_tokens=199_000), False),  # cache writes not counted
+    ("tail", Usage(input_tokens=100_000, cache_read_tokens=48_000), True),  # 148,000 >= 148,000
+    ("tail", Usage(input_tokens=100_000, cache_read_tokens=47_999), False),
+    ("tail", Usage(input_tokens=1, cache_write_tokens=147_999), True),  # cache writes counted
+])
+def test_trigger_formulas(generation, usage, fires):
+    s = OpenCode(generation=generation)
+    assert s.usable(SONNET) == {"classic": 200_000 - 32_000, "tail": 200_000 - 32_000 - 20_000}[generation]
+    assert s.overflowing(usage, SONNET) is fires
+
+
+def test_max_input_replaces_the_window_and_the_tail_budget_is_clamped():
+    limited = replace(SONNET, max_input=150_000)
+    assert OpenCode().usable(limited) == 150_000
+    assert OpenCode(generation="tail").usable(limited) == 130_000
+    tail = OpenCode(generation="tail")
+    assert tail.tail_budget(SONNET) == 15_000  # 0.25 x 148,000 = 37,000 -> max 15,000
+    assert tail.tail_budget(TINY) == 3_000  # 16,000 - 2,000 - 2,000 = 12,000 -> 3,000
+    assert tail.tail_budget(replace(TINY, context_window=8_000)) == 2_000  # 1,000 -> min 2,000
+
+
+def test_classic_compaction_rebuilds_question_summary_continue(counter):
+    msgs = history([("t1", 100, "bash")])
+    recorder = Recorder()
+    s = session(counter, summarizer=recorder)
+    s.last_usage = Usage(input_tokens=168_001)
+    out = OpenCode().before_call(Meter(counter).context(msgs), s)
+    assert out is not None and [e.kind for e in out.events] == ["summarize"]
+    assert [(m.role, m.text) for m in out.context.messages] == [
+        ("system", "You are OpenCode."), ("user", QUESTION), ("assistant", "SUMMARY"), ("user", CONTINUE_CLASSIC)]
+    assert out.context.messages[2].meta["summary"] is True
+    assert recorder.requests[0].messages == tuple(msgs[1:]) and recorder.requests[0].max_tokens == 32_000
+
+
+def test_tail_compaction_keeps_recent_turns_and_merges_the_prior_summary(counter):
+    s = OpenCode(generation="tail")
+    turns = [[human(f"U{k}: request {k}"), *tool_step(f"t{k}", 500 * k)] for k in range(1, 5)]
+    msgs = [SYSTEM, *[m for t in turns for m in t]]
+    ctx = Meter(counter).context(msgs)
+    size = lambda ms: sum(counter.estimate(m, "chars/4-json") for m in ms)  # noqa: E731
+    considered = tuple(msgs[1:])
+    assert s.tail_start(ctx, considered, size(considered[6:])) == 6  # turns 3 and 4 fit exactly
+    # turn 3 no longer fits whole: its suffix from the call on (U3 goes to the head) does
+    assert s.tail_start(ctx, considered, size(considered[6:]) - 1) == 7
+    # a split may not separate a result from its call: [A3, R3] too big, [R3] alone not allowed
+    assert s.tail_start(ctx, considered, size(considered[9:]) + 10) == 9
+    assert s.tail_start(ctx, considered, size(considered)) == len(considered)  # all fits: no tail
+    recorder = Recorder()
+    sess = session(counter, model=TINY, summarizer=recorder)  # tail budget 3,000
+    out = s.on_overflow(ctx, sess)
+    rebuilt = out.context.messages
+    assert [m.text for m in rebuilt[:3]] == ["You are OpenCode.", QUESTION, "SUMMARY"]
+    assert rebuilt[3:-1] == tuple(msgs[10:]) and rebuilt[-1].text == CONTINUE_2026  # turn 4: 2,000 of 3,000
+    prompt = recorder.requests[0].prompt
+    assert [prompt.index(h) for h in TAIL_HEADINGS] == sorted(prompt.index(h) for h in TAIL_HEADINGS)
+    head_text = "\n".join(m.text for m in recorder.requests[0].messages)
+    assert "[User]: U1: request 1" in head_text and "[Assistant tool call]: bash(" in head_text
+    assert "[Tool result]: " + "x" * 2_000 + "\n[truncated]\n" in head_text + "\n"
+    again = s.on_overflow(out.context.append(human("U5: go on")), sess)
+    assert "<prior-summary>\nSUMMARY\n</prior-summary>" in recorder.requests[1].prompt
+    assert again.context.messages[2].text == "SUMMARY"
+
+
+@pytest.mark.parametrize("name", ["opencode", "opencode:tail"])
+def test_end_to_end_replay_has_no_orphans(counter, name):
+    msgs = [SYSTEM, human("U0: fix the bug")]
+    for k in range(12):
+        msgs += tool_step(f"c{k}", 1_500, prose=True)
+        if k % 3 == 2:
+            msgs.append(human(f"U{k}: keep going"))
+    msgs.append(Message.text_message("assistant", "finished"))
+    spy = Spy(strategies.build(name))
+    result = replay(Trace("synthetic", tuple(msgs)), spy, ReplayConfig(TINY), counter=counter)
+    assert result.error is None and result.failed is None
+    assert [e.kind for e in result.events].count("summarize") >= 1
+    assert len(spy.sent) >= 13 and all(orphans(ctx.messages) == (set(), set()) for ctx in spy.sent)
+    assert all(ctx.messages[0] is SYSTEM for ctx in spy.sent)
+    assert not any(c.overflow for c in result.calls)

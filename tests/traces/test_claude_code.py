@@ -1,0 +1,270 @@
+"""Claude Code importer: the real sessions in ../shared/traces, a hand-built file, and fuzzed input."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench.replay import ReplayConfig, replay
+from strategies import build
+from traces.formats import claude_code, detect, read_path
+from traces.model import TraceError, orphans
+
+FOLDER = "claude-code__marot-spotter"
+
+
+def _raw_counts(path: Path) -> tuple[int, int, int, int]:
+    """(API responses, responses with a tool call, human/injected user records, tool calls) from the raw JSON."""
+    ids: dict[str, bool] = {}
+    human = tools = 0
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        if r.get("type") == "assistant":
+            blocks = r["message"]["content"]
+            has_tool = any(b["type"] == "tool_use" for b in blocks)
+            tools += sum(b["type"] == "tool_use" for b in blocks)
+            ids[r["message"]["id"]] = ids.get(r["message"]["id"], False) or has_tool
+        elif r.get("type") == "user":
+            c = r["message"]["content"]
+            human += isinstance(c, str) or not all(b["type"] == "tool_result" for b in c)
+    return len(ids), sum(ids.values()), human, tools
+
+
+def _assert_replays(trace, counter) -> None:
+    unanswered, orphan_results = orphans(trace.messages)
+    assert orphan_results == set()
+    last = trace.messages[-1]
+    assert unanswered <= {u.id for u in last.tool_uses}
+    result = replay(trace, build("none"), ReplayConfig(_sonnet()), counter=counter)
+    assert len(result.calls) == trace.n_calls and result.failed is None
+
+
+def _sonnet():
+    from bench.pricing import profile
+
+    return profile("claude-sonnet-4-5")
+
+
+def test_every_real_file_imports_and_replays(shared_traces, counter):
+    files = sorted((shared_traces / FOLDER).rglob("*.jsonl"))
+    assert len(files) == 12
+    for path in files:
+        assert detect(path) == "claude-code", path
+        result = read_path(path)
+        assert len(result.traces) == 1 and result.skipped == 0
+        trace = result.traces[0]
+        calls, with_tools, human, tools = _raw_counts(path)
+        assert trace.n_calls == calls, path
+        assert trace.n_tool_calls == tools, path
+        assert len(trace.messages) == calls + with_tools + human, path
+        assert trace.agent == "claude-code" and trace.source == str(path)
+        assert trace.messages[0].role == "user"  # Claude Code logs no system prompt
+        if "subagents" in path.parts:
+            assert trace.meta["sidechain"] and trace.id.endswith(path.stem.removeprefix("agent-"))
+        _assert_replays(trace, counter)
+
+
+@pytest.mark.parametrize(
+    "name, calls, tools, trigger, pre_tokens, summary_chars",
+    [
+        ("4d5611e5-241a-462a-8d15-5122611a9569", 139, 150, "auto", 170_251, 15_743),
+        ("258c7280-ae70-4798-800f-63464d01a85d", 152, 186, "auto", 167_094, 14_518),
+        ("ae4a77f8-aedd-4bc1-888f-c94edc91af04", 217, 242, "manual", 142_431, 16_162),
+    ],
+)
+def test_recorded_compaction(shared_traces, name, calls, tools, trigger, pre_tokens, summary_chars):
+    path = shared_traces / FOLDER / f"{name}.jsonl"
+    trace = read_path(path).traces[0]
+    assert (trace.n_calls, trace.n_tool_calls) == (calls, tools)  # MANIFEST.md table
+    boundary = summary = None
+    for line in path.read_text().splitlines():  # the values again, straight from the raw records
+        r = json.loads(line)
+        if r.get("subtype") == "compact_boundary":
+            boundary = r["compactMetadata"]
+        if r.get("isCompactSummary"):
+            summary = r["message"]["content"]
+    assert boundary == {"trigger": trigger, "preTokens": pre_tokens}
+    assert len(summary) == summary_chars
+    (c,) = trace.compactions
+    assert (c.trigger, c.pre_tokens, c.summary) == (trigger, pre_tokens, summary)
+    kept = trace.messages[c.message_index]
+    assert kept.meta.get("summary") is True and kept.text == summary
+    assert kept.text.startswith("This session is being continued from a previous conversation")
+
+
+def test_last_line_usage_and_grouping(shared_traces):
+    trace = read_path(shared_traces / FOLDER / "short.jsonl").traces[0]
+    answer = next(m for m in trace.messages if m.role == "assistant")
+    assert answer.id == "msg_01MKH1ccEGrZGNPvu8pYiiQa"
+    assert [b.type for b in answer.blocks][:2] == ["text", "thinking"]
+    assert answer.usage is not None and answer.usage.input_tokens == 3
+    assert answer.usage.cache_write_tokens + answer.usage.cache_read_tokens == 13_835 + 11_515
+
+
+def _rec(kind: str, uid: str, parent: str | None, **kw) -> dict:
+    return {
+        "type": kind,
+        "uuid": uid,
+        "parentUuid": parent,
+        "sessionId": "S",
+        "isSidechain": False,
+        "timestamp": "2026-01-01T00:00:00Z",
+        **kw,
+    }
+
+
+def _asst(uid, parent, mid, block, usage=None):
+    msg = {"id": mid, "role": "assistant", "model": "claude-x", "content": [block]}
+    if usage:
+        msg["usage"] = usage
+    return _rec("assistant", uid, parent, message=msg)
+
+
+def _result(uid, parent, tid, text="ok"):
+    return _rec(
+        "user",
+        uid,
+        parent,
+        message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": text}]},
+    )
+
+
+SAMPLE = [
+    {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {}},
+    _rec("user", "u1", None, message={"role": "user", "content": "run tests"}),
+    _asst("a1", "u1", "m1", {"type": "text", "text": "Running."}, {"input_tokens": 1, "output_tokens": 1}),
+    _asst("a2", "a1", "m1", {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest"}}),
+    _rec("progress", "p1", "a2", data={"type": "hook_progress"}),
+    _asst(
+        "a3",
+        "p1",
+        "m1",
+        {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ls"}},
+        {"input_tokens": 5, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 900, "output_tokens": 40},
+    ),
+    _result("r1", "a2", "t1", "2 passed"),  # a parallel result on a side branch
+    _result("r2", "a3", "t2", "a b"),
+    _result("r9", "r2", "t_missing", "stale"),
+    _rec(
+        "system",
+        "b1",
+        None,
+        subtype="compact_boundary",
+        logicalParentUuid="r9",
+        compactMetadata={"trigger": "auto", "preTokens": 1234},
+    ),
+    _rec(
+        "user",
+        "s1",
+        "b1",
+        isCompactSummary=True,
+        message={"role": "user", "content": "This session is being continued. S."},
+    ),
+    _asst("a4", "s1", "m2", {"type": "text", "text": "Done."}, {"input_tokens": 2, "output_tokens": 3}),
+]
+
+
+def _write(lines: list[str]) -> Path:
+    f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8")
+    f.write("\n".join(lines) + "\n")
+    f.close()
+    return Path(f.name)
+
+
+def test_hand_built_session():
+    path = _write([json.dumps(r) for r in SAMPLE])
+    result = claude_code.read_file(path)
+    (trace,) = result.traces
+    roles = [(m.role, [b.type for b in m.blocks]) for m in trace.messages]
+    assert roles == [
+        ("user", ["text"]),
+        ("assistant", ["text", "tool_use", "tool_use"]),
+        ("user", ["tool_result", "tool_result"]),
+        ("user", ["text"]),
+        ("user", ["text"]),
+        ("assistant", ["text"]),
+    ]
+    assert trace.messages[1].usage.prompt_tokens == 1005 and trace.messages[1].usage.output_tokens == 40
+    assert trace.messages[3].meta["orphan"] and "[orphan tool result t_missing]" in trace.messages[3].text
+    assert any("orphan" in n for n in result.notes)
+    (c,) = trace.compactions
+    assert (c.message_index, c.trigger, c.pre_tokens, c.summary) == (
+        4,
+        "auto",
+        1234,
+        "This session is being continued. S.",
+    )
+    path.unlink()
+
+
+def test_bad_line_names_file_and_line():
+    lines = [json.dumps(r) for r in SAMPLE]
+    lines[3] = lines[3][:40]
+    path = _write(lines)
+    with pytest.raises(TraceError, match=rf"{path.name}:4: "):
+        claude_code.read_file(path)
+    assert claude_code.read_file(path, lenient=True).skipped == 1
+    path.unlink()
+
+
+def test_sniff_declines_other_json():
+    assert claude_code.sniff_file(Path("x"), '{"type":"session_meta","payload":{}}\n') is not None
+    assert claude_code.sniff_file(Path("x"), json.dumps(SAMPLE[1]) + "\n") is None
+
+
+def _mutations():
+    line = st.sampled_from(range(len(SAMPLE)))
+    junk = st.one_of(
+        st.none(),
+        st.integers(),
+        st.text(max_size=5),
+        st.lists(st.integers(), max_size=2),
+        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    )
+    return st.one_of(
+        st.tuples(st.just("truncate"), line, st.integers(0, 200)),
+        st.tuples(
+            st.just("retype"), line, st.sampled_from(["type", "uuid", "parentUuid", "message", "compactMetadata"]), junk
+        ),
+        st.tuples(st.just("drop"), line, st.sampled_from(["type", "uuid", "message", "content", "id", "tool_use_id"])),
+        st.tuples(st.just("bytes"), line, st.binary(max_size=30)),
+    )
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_mutations(), min_size=1, max_size=3))
+def test_fuzz_only_trace_errors(muts):
+    recs = [json.loads(json.dumps(r)) for r in SAMPLE]
+    raw: dict[int, bytes] = {}
+    for op, i, *args in muts:
+        if op == "truncate":
+            raw[i] = json.dumps(recs[i]).encode()[: args[0]]
+        elif op == "retype":
+            recs[i][args[0]] = args[1]
+        elif op == "drop":
+            recs[i].pop(args[0], None)
+            if isinstance(recs[i].get("message"), dict):
+                recs[i]["message"].pop(args[0], None)
+                for b in (
+                    recs[i]["message"].get("content") if isinstance(recs[i]["message"].get("content"), list) else []
+                ):
+                    b.pop(args[0], None)
+        else:
+            raw[i] = args[0]
+    data = b"\n".join(raw.get(i, json.dumps(r).encode()) for i, r in enumerate(recs))
+    with tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) as f:
+        f.write(data)
+    path = Path(f.name)
+    try:
+        for lenient in (False, True):
+            try:
+                claude_code.read_file(path, lenient=lenient)
+            except TraceError as e:
+                assert str(path) in str(e)
+    finally:
+        path.unlink()

@@ -1,0 +1,279 @@
+"""Codex CLI rollout JSONL (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``), spec/formats.md §4.
+
+Each line is ``{timestamp, type, payload}``. The model context is the ``response_item`` lines
+(Responses-API items); ``event_msg`` lines only give usage (``token_count``) and markers. One API
+call writes several items (reasoning, messages, calls) and then one ``token_count``, so a fresh
+cumulative total closes an assistant message and carries its ``last_token_usage`` (OpenAI
+semantics, cached ⊂ input, converted to ours). A ``compacted`` line (+ ``context_compacted``)
+becomes a RecordedCompaction and a summary message. Strings redacted as
+``[REDACTED_… len=N sha=…]`` become N characters of filler so token counts stay realistic.
+Source: openai/codex codex-rs/protocol (RolloutItem, ResponseItem); checked on cli 0.104.0-alpha.1
+and 0.77.0 files (madshn/localpush @ 219b539, simonw/claude-code-transcripts @ 871966d).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from traces.formats import ReadResult
+from traces.formats._common import (
+    Skips,
+    finish,
+    get_dict,
+    get_int,
+    get_list,
+    get_str,
+    iter_jsonl,
+    ts_seconds,
+)
+from traces.model import (
+    Block,
+    Image,
+    Message,
+    RecordedCompaction,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    Trace,
+    TraceError,
+    Usage,
+)
+
+NAME = "codex"
+AGENT = "codex"
+LINE_TYPES = ("session_meta", "response_item", "compacted", "turn_context", "event_msg")
+REDACTED = re.compile(r"\[REDACTED_[A-Z_]+ len=(\d+)(?: sha=([0-9a-f]+))?\]")
+FILLER = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore "
+OUTPUT_SIDE = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+
+
+def sniff_file(path: Path, head: str) -> str | None:
+    first = next((line for line in head.split("\n") if line.strip()), "")
+    try:
+        rec = json.loads(first)
+    except ValueError:
+        if re.match(r'\{"timestamp":"[^"]*","type":"(session_meta|response_item)","payload":\{', first):
+            return None
+        return "first line is not JSON"
+    if isinstance(rec, dict) and rec.get("type") in LINE_TYPES and isinstance(rec.get("payload"), dict):
+        return None
+    return "first line is not a Codex rollout item ({timestamp, type: session_meta|…, payload})"
+
+
+class _Filler:
+    """Replaces redaction markers by filler of the original length, counting them."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, s: str) -> str:
+        m = REDACTED.fullmatch(s)
+        if m is None:
+            return s
+        self.count += 1
+        return filler(int(m.group(1)), m.group(2) or "")
+
+
+def filler(n: int, sha: str = "") -> str:
+    """n characters of word-like text (about 4–5 characters a token), led by the hash when known,
+    so equal originals stay equal (dedup strategies still see the duplicates) and different ones differ."""
+    text = (f"{sha} " if sha else "") + FILLER * (n // len(FILLER) + 1)
+    return text[:n]
+
+
+def _image(url: str, fill: _Filler) -> Image:
+    m = REDACTED.fullmatch(url)
+    if m is not None:
+        fill.count += 1
+        return Image("image/png", int(m.group(1)) * 3 // 4)
+    d = re.match(r"data:([\w/+.-]+);base64,", url)
+    return Image(d.group(1), (len(url) - d.end()) * 3 // 4) if d else Image("image/png", 0)
+
+
+def _content(payload: dict[str, Any], fill: _Filler, path: Path, line: int) -> tuple[Block, ...]:
+    content = payload.get("content")
+    if isinstance(content, str):
+        return (Text(fill(content)),)
+    blocks: list[Block] = []
+    for part in get_list(payload, "content", [], path=path, line=line):
+        kind = get_str(part, "type", path=path, line=line)
+        if kind in ("input_image", "image"):
+            blocks.append(_image(get_str(part, "image_url", "", path=path, line=line), fill))
+        elif kind == "refusal":
+            blocks.append(Text(fill(get_str(part, "refusal", "", path=path, line=line))))
+        else:
+            blocks.append(Text(fill(get_str(part, "text", "", path=path, line=line))))
+    return tuple(blocks)
+
+
+def _output(value: Any, fill: _Filler) -> str:
+    if isinstance(value, str):
+        return fill(value)
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        return fill(value["content"])
+    if isinstance(value, list):
+        return "\n".join(fill(p["text"]) if isinstance(p, dict) and isinstance(p.get("text"), str)
+                         else json.dumps(p, default=str) for p in value)
+    return "" if value is None else json.dumps(value, default=str)
+
+
+def _call(p: dict[str, Any], kind: str, fill: _Filler, path: Path, line: int) -> Block:
+    """An assistant-side item as one block."""
+    if kind == "reasoning":
+        parts = get_list(p, "summary", [], path=path, line=line) or (p.get("content") or [])
+        texts = [fill(s["text"]) for s in parts if isinstance(s, dict) and isinstance(s.get("text"), str)]
+        return Thinking("\n".join(texts))
+    if kind == "web_search_call":
+        action = p.get("action") if isinstance(p.get("action"), dict) else {}
+        query = action.get("query") if isinstance(action.get("query"), str) else ""
+        return Text(f"[web search: {fill(query)}]")
+    call_id = get_str(p, "call_id", None, path=path, line=line) or get_str(p, "id", path=path, line=line)
+    if kind == "local_shell_call":
+        return ToolUse(call_id, "local_shell", get_dict(p, "action", {}, path=path, line=line))
+    name = get_str(p, "name", path=path, line=line)
+    m = REDACTED.fullmatch(name)
+    name = f"redacted_{m.group(2) or m.group(1)}" if m else name
+    if kind == "custom_tool_call":
+        return ToolUse(call_id, name, {"input": fill(get_str(p, "input", "", path=path, line=line))})
+    raw = get_str(p, "arguments", "", path=path, line=line)
+    try:
+        args = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        args = None
+    return ToolUse(call_id, name, args if isinstance(args, dict) else {"arguments": fill(raw)})
+
+
+def _usage(info: dict[str, Any], prev_total: dict[str, Any] | None, path: Path, line: int) -> Usage:
+    last = info.get("last_token_usage")
+    if not isinstance(last, dict):  # only cumulative numbers: diff consecutive snapshots
+        total = get_dict(info, "total_token_usage", path=path, line=line)
+        last = {k: get_int(total, k, 0, path=path, line=line) - get_int(prev_total or {}, k, 0, path=path, line=line)
+                for k in ("input_tokens", "cached_input_tokens", "output_tokens")}
+    g = lambda k: get_int(last, k, 0, path=path, line=line)  # noqa: E731
+    cached = g("cached_input_tokens")
+    return Usage(max(g("input_tokens") - cached, 0), g("output_tokens"), cached, 0)
+
+
+class _Builder:
+    """Accumulates items into messages: assistant-side items until a usage snapshot, results together."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.answer: list[Block] = []
+        self.results: list[Block] = []
+        self.ts: float | None = None
+        self.model: str | None = None
+
+    def close_answer(self, usage: Usage | None = None) -> None:
+        if self.answer:
+            meta = {"model": self.model} if self.model else {}
+            self.messages.append(Message("assistant", tuple(self.answer), usage=usage, timestamp=self.ts, meta=meta))
+            self.answer = []
+
+    def close_results(self) -> None:
+        if self.results:
+            self.messages.append(Message("user", tuple(self.results), timestamp=self.ts))
+            self.results = []
+
+    def close(self) -> None:
+        self.close_answer()
+        self.close_results()
+
+
+def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
+    path = Path(path)
+    skips, fill, b = Skips(), _Filler(), _Builder()
+    meta: dict[str, Any] = {}
+    compactions: list[RecordedCompaction] = []
+    prev_total: dict[str, Any] | None = None
+    last_prompt: int | None = None
+    system: Message | None = None
+    pending_marker = False
+    for line, rec in iter_jsonl(path, lenient, skips):
+        try:
+            kind = get_str(rec, "type", path=path, line=line)
+            p = get_dict(rec, "payload", path=path, line=line)
+            b.ts = ts_seconds(rec.get("timestamp")) or b.ts
+            if kind == "session_meta":
+                keep = ("id", "cli_version", "originator", "model_provider")
+                meta.update({k: p[k] for k in keep if isinstance(p.get(k), str)})
+                base = p.get("base_instructions")
+                text = base.get("text") if isinstance(base, dict) else p.get("instructions")
+                if isinstance(text, str) and text and system is None:
+                    system = Message.text_message("system", fill(text))
+            elif kind == "turn_context":
+                b.model = get_str(p, "model", b.model, path=path, line=line)
+            elif kind == "response_item":
+                item = get_str(p, "type", path=path, line=line)
+                if item == "message":
+                    role = get_str(p, "role", path=path, line=line)
+                    blocks = _content(p, fill, path, line)
+                    if role == "assistant":
+                        b.close_results()
+                        b.answer.extend(blocks)
+                    else:
+                        b.close()
+                        b.messages.append(Message("user", blocks, timestamp=b.ts,
+                                                  meta={} if role == "user" else {"role": role}))
+                elif item in OUTPUT_SIDE:
+                    b.close_answer()
+                    call_id = get_str(p, "call_id", path=path, line=line)
+                    b.results.append(ToolResult(call_id, _output(p.get("output"), fill)))
+                elif item in ("reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
+                    b.close_results()
+                    b.answer.append(_call(p, item, fill, path, line))
+            elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
+                info = p["info"]
+                total = info.get("total_token_usage")
+                if total != prev_total or not isinstance(total, dict):
+                    usage = _usage(info, prev_total, path, line)
+                    prev_total = total if isinstance(total, dict) else prev_total
+                    if usage.prompt_tokens or usage.output_tokens:
+                        last_prompt = usage.prompt_tokens
+                        if b.answer:
+                            b.close_answer(usage)
+            elif kind == "compacted" or (kind == "event_msg" and p.get("type") == "context_compacted"):
+                if kind == "event_msg" and pending_marker:
+                    pending_marker = False
+                    continue
+                b.close()
+                summary = fill(get_str(p, "message", "", path=path, line=line)) if kind == "compacted" else ""
+                history = get_list(p, "replacement_history", [], path=path, line=line) if kind == "compacted" else []
+                opaque = [h for h in history if isinstance(h, dict) and h.get("type") == "compaction"]
+                if not summary and opaque:  # remote compaction: the summary is encrypted; keep its size
+                    enc = opaque[-1].get("encrypted_content")
+                    m = REDACTED.fullmatch(enc) if isinstance(enc, str) else None
+                    size = int(m.group(1)) if m else len(enc) if isinstance(enc, str) else 0
+                    summary = filler(size * 3 // 4, m.group(2) or "" if m else "")
+                compactions.append(RecordedCompaction(len(b.messages), "auto", last_prompt, summary))
+                b.messages.append(Message.text_message("user", summary, timestamp=b.ts, meta={
+                    "summary": True, "replacement_history_items": len(history), "opaque": bool(opaque)}))
+                pending_marker = kind == "compacted"
+        except TraceError:
+            if not lenient:
+                raise
+            skips.count += 1
+    b.close()
+    shift = 1 if system else 0
+    compactions = [replace(c, message_index=c.message_index + shift) for c in compactions]
+    messages = ([system] if system else []) + b.messages
+    if not messages:
+        if lenient:
+            return ReadResult([], skips.count)
+        raise TraceError("no session_meta or response_item in a Codex rollout", path=str(path))
+    messages, recorded, filled, orphans = finish(messages, compactions)
+    notes = [f"{path}: {n} {what}" for n, what in (
+        (fill.count, "redacted string(s) replaced by filler of the recorded length"),
+        (filled, "tool call(s) without a recorded output got a flagged error result"),
+        (orphans, "orphan tool output(s) kept as flagged text")) if n]
+    seen = Counter(m.meta.get("model") for m in messages if m.role == "assistant" and m.meta.get("model"))
+    trace = Trace(id=str(meta.get("id") or path.stem), messages=tuple(messages), agent=AGENT,
+                  model=(seen.most_common(1)[0][0] if seen else b.model), source=str(path),
+                  compactions=recorded, meta=meta)
+    return ReadResult([trace], skips.count, notes)
