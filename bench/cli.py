@@ -24,6 +24,8 @@ def _run(args: argparse.Namespace) -> int:
         lenient=args.lenient,
         name=args.name,
         out=args.out,
+        summarizer_options={"model": args.summarizer_model}
+        if args.summarizer == "anthropic" and args.summarizer_model else {},
     )
     output = run(config, progress=not args.quiet)
     print(format_summary(output.summary))
@@ -99,7 +101,8 @@ def parser() -> argparse.ArgumentParser:
                    help="names, name@key=value,... or module:Class (default: every registered strategy)")
     r.add_argument("--model", default="claude-sonnet-4-5", help="model id priced in bench/data/prices.toml")
     r.add_argument("--summarizer", default="extractive", help="extractive (offline) or anthropic")
-    r.add_argument("--summarizer-model", default=None, help="bill summarizer calls as this model")
+    r.add_argument("--summarizer-model", default=None,
+                   help="the summarizer's model (anthropic: the model called; extractive: the model billed)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--seconds-per-call", type=float, default=10.0,
                    help="clock pace when a trace has no timestamps (drives the cache lifetime)")

@@ -32,6 +32,8 @@ SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "execute_command", "ru
                          "terminal", "local_shell"})
 ERROR_LINE = re.compile(r"(error|exception|traceback|failed|failure|fatal|not found|no such file|denied|panic)",
                         re.IGNORECASE)
+STRONG_ERROR = re.compile(r"(error|exception|fatal|panic)", re.IGNORECASE)
+"""Preferred over a bare "failed" tally line: the line that names what went wrong."""
 CONSTRAINT = re.compile(r"\b(don'?t|do not|never|always|must)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[A-Za-z0-9_./\-]*[A-Za-z0-9_]")
@@ -134,7 +136,9 @@ def _error_needle(messages: Sequence[Message]) -> list[Needle]:
                 continue
             command = use.input.get("command") or use.input.get("cmd")
             command = " ".join(command) if isinstance(command, list) else command
-            line = (lines[-1] if lines else r.content.strip().splitlines()[-1] if r.content.strip() else "")[:200]
+            strong = [ln for ln in lines if STRONG_ERROR.search(ln)]
+            tail = r.content.strip().splitlines()[-1:] if r.content.strip() else [""]
+            line = (strong or lines or tail)[-1].strip()[:200]
             if not line:
                 continue
             return [Needle("derived:error", "error", r.content, "What was the last error?", line, i,

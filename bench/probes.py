@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from bench.context import Context
+from bench.metrics import Metric
 from bench.records import TaskResult
 from bench.replay import Observer
 from bench.tokens import render
@@ -47,6 +48,17 @@ AGE_CALL_LABELS = ("< 5", "5–19", "20–49", "50–99", "≥ 100")
 CLIFF = 0.5
 """A strategy's cliff round is the first compaction round whose retention falls below this."""
 
+METRICS: tuple[Metric, ...] = (
+    Metric("retention", "fraction", False,
+           "Share of needles whose answer is still verbatim in the context sent (an upper bound on recall)."),
+    Metric("recoverable-by-reference", "fraction", False,
+           "Share of needles gone from the context whose file path or command is still there."),
+    Metric("stale", "fraction", True, "Share of update needles where only the superseded value is left."),
+    Metric("false_positive_rate", "fraction", True, "Share of control (never stated) needles found anyway."),
+    Metric("cliff_round", "round", False, "First compaction round whose retention falls below 50%."),
+    Metric("files_modified_f1", "fraction", False,
+           "Set F1 of the files modified so far against those still named in the context."),
+)
 _SPACE = re.compile(r"\s+")
 
 
@@ -89,11 +101,25 @@ def context_text(messages: Sequence[Message]) -> str:
     return normalize("\n".join(render(m) for m in messages))
 
 
-def _tokens_after_match(needle: Needle, ctx: Context) -> int | None:
+class _TextCache:
+    """Normalized text per message object: a context shares most messages with the previous one."""
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[Message, str]] = {}
+
+    def __call__(self, m: Message) -> str:
+        hit = self._texts.get(id(m))
+        if hit is None or hit[0] is not m:
+            hit = (m, normalize(render(m)))
+            self._texts[id(m)] = hit
+        return hit[1]
+
+
+def _tokens_after_match(needle: Needle, ctx: Context, texts: Sequence[str]) -> int | None:
     """Truth tokens after the last message holding the answer (its distance from the end)."""
     after = 0
-    for m in reversed(ctx.messages):
-        if present(needle.answer, normalize(render(m)), is_path=needle.kind == "artifact"):
+    for m, text in zip(reversed(ctx.messages), reversed(texts), strict=True):
+        if present(needle.answer, text, is_path=needle.kind == "artifact"):
             return after
         after += ctx.tok(m)
     return None
@@ -110,6 +136,10 @@ class _Timeline:
     def call_of(self, index: int) -> int:
         """The call whose prompt first carries message ``index`` (its step index)."""
         return bisect.bisect_left(self.answers, index)
+
+    def tokens_between(self, index: int, cut: int) -> int:
+        """Truth tokens of the messages after ``index`` and before ``cut``."""
+        return int(self.cumulative[cut] - self.cumulative[index + 1])
 
     def cut(self, call: int, moment: str) -> int:
         """Messages seen when probing: before call's answer (after it, at the end of the replay)."""
@@ -138,6 +168,7 @@ def needle_observer(
 
             needles, source = derive_needles(trace), "derived"
     state: dict[str, Any] = {"round": 0, "timeline": None}
+    text_of = _TextCache()
 
     def observe(moment: str, call: int, ctx: Context) -> list[dict]:
         if moment == "compaction":
@@ -146,7 +177,8 @@ def needle_observer(
             state["timeline"] = _Timeline(trace, ctx)
         timeline: _Timeline = state["timeline"]
         cut = timeline.cut(call, moment)
-        haystack = context_text(ctx.messages)
+        texts = [text_of(m) for m in ctx.messages]
+        haystack = "\n".join(texts)
         rows = []
         for n in needles:
             if n.message_index >= cut:
@@ -160,10 +192,10 @@ def needle_observer(
                 "moment": moment, "call": call, "round": state["round"],
                 "needle": n.id, "needle_kind": n.kind, "source": source, "planted": planted,
                 "planted_call": timeline.call_of(planted) if planted >= 0 else None,
-                "age_tokens": int(timeline.cumulative[cut] - timeline.cumulative[planted + 1]) if planted >= 0 else None,
+                "age_tokens": timeline.tokens_between(planted, cut) if planted >= 0 else None,
                 "age_calls": call - timeline.call_of(planted) if planted >= 0 else None,
                 "cls": cls, "retained": cls == VERBATIM,
-                "tokens_after_match": _tokens_after_match(n, ctx) if cls in (VERBATIM, FALSE_POSITIVE) else None,
+                "tokens_after_match": _tokens_after_match(n, ctx, texts) if cls in (VERBATIM, FALSE_POSITIVE) else None,
             })
         if moment == "end":
             state["round"] = 0
@@ -217,7 +249,8 @@ def false_positive_rate(probes: pd.DataFrame, *, moment: str | None = "end") -> 
 
 
 def cliff_rounds(probes: pd.DataFrame, threshold: float = CLIFF) -> pd.DataFrame:
-    """Per strategy: retention at each compaction round and the first round below ``threshold``."""
+    """Per strategy: retention at each compaction round and the first round below ``threshold``
+    (<NA> when retention never falls below it)."""
     p = _scored(probes, "compaction")
     rows = []
     for strategy, g in p.groupby("strategy"):
@@ -226,4 +259,6 @@ def cliff_rounds(probes: pd.DataFrame, threshold: float = CLIFF) -> pd.DataFrame
         rows.append({"strategy": strategy, "rounds": len(by_round),
                      "retention_by_round": {int(k): float(v) for k, v in by_round.items()},
                      "cliff_round": int(below.index[0]) if len(below) else None})
-    return pd.DataFrame(rows, columns=["strategy", "rounds", "retention_by_round", "cliff_round"])
+    out = pd.DataFrame(rows, columns=["strategy", "rounds", "retention_by_round", "cliff_round"])
+    out["cliff_round"] = out.cliff_round.astype("Int64")
+    return out

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench.context import Context, Meter
-from bench.pricing import ModelProfile, PromptCache
+from bench.pricing import ModelProfile, PromptCache, price_table, profile
 from bench.records import CallRecord, EventRecord, SummaryRecord, TaskResult
 from bench.session import Session
 from bench.summarizers import Summarizer, Summary, SummaryRequest
@@ -72,14 +72,16 @@ def replay(
             split = summary_cache.request(msgs, counts, session.now, stream="summarizer")
             read, write, uncached, prefix_break = split.cache_read, split.cache_write, split.uncached, False
         prompt = read + write + uncached
+        # A real provider response is billed as the model that answered it.
+        price = profile(summary.model) if summary.billed and summary.model in price_table()[1] else summary_model
         result.calls.append(
             CallRecord(
                 trace.id, label, session.call_index, "summarizer", len(msgs), prompt,
                 sum(meter.estimate(m) for m in request.messages), read, write, uncached,
                 summary.output_tokens,
-                summary_model.cost(uncached=uncached, cache_read=read, cache_write=write,
-                                   output=summary.output_tokens, ttl=config.cache_ttl),
-                summary_model.cost_without_cache(prompt, summary.output_tokens),
+                price.cost(uncached=uncached, cache_read=read, cache_write=write,
+                           output=summary.output_tokens, ttl=config.cache_ttl),
+                price.cost_without_cache(prompt, summary.output_tokens),
                 prefix_break, False, session.now,
             )
         )

@@ -165,8 +165,11 @@ def run_task(index: int, spec: strategies.StrategySpec, config: RunConfig) -> Ta
 
 def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
     """Replay every (trace, strategy) task and write out/<run>/."""
-    profile(config.model)  # an unknown model fails before any work
+    profile(config.model)  # an unknown model, strategy or summarizer fails before any work
     specs = strategy_specs(config)
+    from bench.summarizers import build as build_summarizer
+
+    build_summarizer(config.summarizer, **config.summarizer_options)
     traces = load_traces(config)
     if not traces:
         raise ValueError("no traces to replay")

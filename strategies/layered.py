@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING
 
 from bench.context import Context
 from strategies._tools import (
-    is_read_only, latest_human, remember_files, rewrite_results, step_start, text_user, tool_inputs,
+    is_read_only,
+    latest_human,
+    remember_files,
+    rewrite_results,
+    step_start,
+    text_user,
+    tool_inputs,
 )
 from strategies.base import Event, Outcome, Strategy, event
 from traces.model import Message, ToolResult, ToolUse, orphans
@@ -117,7 +123,8 @@ class FiveLayer(Strategy):
             if ev is not None:
                 ctx, fresh = new, False
                 events.append(ev)
-        by_size = self.microcompact_pct is not None and self.count(ctx, session, fresh) >= self.microcompact_pct * window
+        pct = self.microcompact_pct
+        by_size = pct is not None and self.count(ctx, session, fresh) >= pct * window
         by_time = self.microcompact_idle_seconds is not None and idle > self.microcompact_idle_seconds
         if by_size or by_time:
             new, ev = self._microcompact(ctx)
@@ -176,8 +183,8 @@ class FiveLayer(Strategy):
         touched = _touched(ctx, new)
         if not touched:
             return ctx, None
-        return new, event("persist", ctx, new, touched=touched, detail=f"L1 persist: outputs over "
-                                                                         f"{self.persist_min_chars} chars moved to disk")
+        detail = f"L1 persist: outputs over {self.persist_min_chars} chars moved to disk"
+        return new, event("persist", ctx, new, touched=touched, detail=detail)
 
     def _microcompact(self, ctx: Context) -> tuple[Context, Event | None]:
         uses = tool_inputs(ctx.messages)
@@ -207,8 +214,8 @@ class FiveLayer(Strategy):
         if len(out) == len(ctx) and all(a is b for a, b in zip(out, ctx.messages, strict=True)):
             return ctx, None
         new = ctx.replace(out)
-        return new, event("prune", ctx, new, touched=_touched(ctx, new) + len(ctx) - len(new),
-                          detail=f"L2 microcompact: {len(cleared)} outputs cleared, {len(drop)} read-only calls removed")
+        detail = f"L2 microcompact: {len(cleared)} outputs cleared, {len(drop)} read-only calls removed"
+        return new, event("prune", ctx, new, touched=_touched(ctx, new) + len(ctx) - len(new), detail=detail)
 
     def _compact(self, ctx: Context, session: Session, label: str) -> tuple[Context, list[Event]] | None:
         head = ctx.messages[:1] if ctx.system else ()
@@ -264,14 +271,16 @@ class FiveLayer(Strategy):
         suffix = [0] * (len(msgs) + 1)
         for i in range(len(msgs) - 1, -1, -1):
             suffix[i] = suffix[i + 1] + ctx.tok(msgs[i])
-        cut = next((c for c in range(first, len(msgs) + 1) if c not in split and fixed + suffix[c] <= budget), len(msgs))
+        fitting = (c for c in range(first, len(msgs) + 1) if c not in split and fixed + suffix[c] <= budget)
+        cut = next(fitting, len(msgs))
         sent = [*msgs[:head], *(msgs[i] for i in keep)]
         sent += [text_user(f"[Context collapse: {cut - len(keep) - head} earlier messages not sent]", synthetic=True)]
         sent += msgs[cut:]
         _, stray = orphans(sent)
         if stray:
-            sent = [m.with_blocks(tuple(b for b in m.blocks if not (isinstance(b, ToolResult) and b.tool_use_id in stray)))
-                    for m in sent]
+            def keep_block(b: object) -> bool:
+                return not (isinstance(b, ToolResult) and b.tool_use_id in stray)
+            sent = [m.with_blocks(tuple(filter(keep_block, m.blocks))) for m in sent]
             sent = [m for m in sent if m.blocks]
         return ctx.replace(sent)
 

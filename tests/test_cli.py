@@ -80,3 +80,13 @@ def test_import_writes_native_and_prints_a_line_per_trace(tmp_path, trace_file, 
     out = capsys.readouterr().out
     assert "tiny: unknown, 15 messages, 6 tool calls" in out
     assert native.read(tmp_path / "imp" / "tiny.cbt.jsonl") == native.read(trace_file)
+
+
+def test_missing_api_key_is_a_clear_error_before_any_replay(tmp_path, trace_file, capsys, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    out = tmp_path / "out"
+    code = main(["run", "--traces", str(trace_file), "--strategies", "opencode", "--summarizer", "anthropic",
+                 "--out", str(out), "--quiet"])
+    assert code == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+    assert not out.exists()

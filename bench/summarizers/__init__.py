@@ -17,7 +17,11 @@ from typing import Any, Protocol
 
 from traces.model import Message
 
-__all__ = ["SUMMARIZERS", "Summary", "SummaryRequest", "Summarizer", "build"]
+__all__ = ["SUMMARIZERS", "Summary", "SummaryRequest", "Summarizer", "SummarizerError", "build"]
+
+
+class SummarizerError(ValueError):
+    """A summarizer that cannot run (no API key, unknown model, an unusable response)."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,7 @@ def build(name: str, **kwargs: Any) -> Summarizer:
     try:
         target = SUMMARIZERS[name]
     except KeyError:
-        raise ValueError(f"unknown summarizer {name!r}; known: {', '.join(SUMMARIZERS)}") from None
+        raise SummarizerError(f"unknown summarizer {name!r}; known: {', '.join(SUMMARIZERS)}") from None
     module, _, attr = target.partition(":")
     cls = getattr(importlib.import_module(module), attr)
     return cls(**kwargs)  # type: ignore[no-any-return]

@@ -23,17 +23,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.summarizers import Summary, SummaryRequest
+from bench.summarizers import Summary, SummarizerError, SummaryRequest
 from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse, orphans
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 _ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 """The API accepts tool ids and names of these characters only (other agents' ids may differ)."""
-
-
-class SummarizerError(RuntimeError):
-    """The summarizer cannot run (no key, unknown model, an unusable response)."""
 
 
 def default_cache_dir() -> Path:

@@ -28,6 +28,11 @@ READERS: dict[str, str] = {
     "codex": "traces.formats.codex",
     "cline": "traces.formats.cline",
     "opencode": "traces.formats.opencode",
+    "swe-agent": "traces.formats.swe_agent",
+    "mini-swe-agent": "traces.formats.mini_swe_agent",
+    "openhands": "traces.formats.openhands",
+    "aider": "traces.formats.aider",
+    "chat": "traces.formats.chat",
 }
 """Format name → importer module, in sniffing order."""
 

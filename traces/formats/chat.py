@@ -175,7 +175,8 @@ def openai_messages(raw: Any, *, path: Any = None, line: int | None = None, ids:
                                usage=any_usage(m.get("usage"), path=path, line=line)))
         elif role in ("tool", "function"):
             call_ids = m.get("tool_call_ids") if isinstance(m.get("tool_call_ids"), list) else [m.get("tool_call_id")]
-            call_ids = [c for c in call_ids if isinstance(c, str) and c] or [unanswered[0] if unanswered else ids.next()]
+            call_ids = [c for c in call_ids if isinstance(c, str) and c] or \
+                [unanswered[0] if unanswered else ids.next()]
             text = "\n".join(b.text if isinstance(b, Text) else f"[image {b.media_type}]"  # type: ignore[union-attr]
                              for b in openai_content(m.get("content"), path=path, line=line))
             results = tuple(ToolResult(c, text if i == 0 else "") for i, c in enumerate(call_ids))
@@ -216,7 +217,8 @@ def is_anthropic(messages: list[Any], holder: Any = None) -> bool:
     for m in messages:
         content = m.get("content") if isinstance(m, dict) else None
         for b in content if isinstance(content, list) else ():
-            if isinstance(b, dict) and (b.get("type") in ANTHROPIC_ONLY or (b.get("type") == "image" and "source" in b)):
+            kind = b.get("type") if isinstance(b, dict) else None
+            if kind in ANTHROPIC_ONLY or (kind == "image" and "source" in b):
                 return True
     return False
 

@@ -29,6 +29,10 @@ SKIP_OBSERVATIONS = ("null", "agent_state_changed")
 SKIP_ACTIONS = ("change_agent_state", "recall", "null", "condensation_request")
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _tool_meta(e: dict[str, Any]) -> dict[str, Any]:
     tcm = e.get("tool_call_metadata")
     return tcm if isinstance(tcm, dict) else {}
@@ -48,7 +52,7 @@ def _response_message(resp: dict[str, Any]) -> dict[str, Any]:
 def _tool_use(e: dict[str, Any], call_id: str) -> ToolUse:
     """The call as the model wrote it (from the raw response), else rebuilt from the action's args."""
     tcm = _tool_meta(e)
-    for call in _response_message(_response(e)).get("tool_calls") or ():
+    for call in _list(_response_message(_response(e)).get("tool_calls")):
         fn = call.get("function") if isinstance(call, dict) else None
         if isinstance(fn, dict) and call.get("id") == call_id:
             return ToolUse(call_id, str(fn.get("name") or tcm.get("function_name") or e.get("action")),
@@ -61,7 +65,7 @@ def _tool_use(e: dict[str, Any], call_id: str) -> ToolUse:
 def _user_blocks(e: dict[str, Any]) -> tuple[Block, ...]:
     args = e.get("args") if isinstance(e.get("args"), dict) else {}
     text = args.get("content") if isinstance(args.get("content"), str) else e.get("message")
-    images = tuple(image_from_url(u) for u in args.get("image_urls") or () if isinstance(u, str))
+    images = tuple(image_from_url(u) for u in _list(args.get("image_urls")) if isinstance(u, str))
     return (Text(text if isinstance(text, str) else ""),) + images
 
 
@@ -70,7 +74,7 @@ def _recall_text(e: dict[str, Any]) -> str:
     extras = e.get("extras") if isinstance(e.get("extras"), dict) else {}
     parts = [str(e.get("content") or "")]
     parts += [str(extras[k]) for k in ("repo_instructions", "additional_agent_instructions") if extras.get(k)]
-    parts += [str(k.get("content")) for k in extras.get("microagent_knowledge") or () if isinstance(k, dict)]
+    parts += [str(k.get("content")) for k in _list(extras.get("microagent_knowledge")) if isinstance(k, dict)]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -137,7 +141,7 @@ class _Builder:
         resp = _response(e)
         if isinstance(resp.get("model"), str):
             self.model = resp["model"]
-        self.call_of[e.get("id")] = call_id
+        self.call_of[str(e.get("id"))] = call_id
         use = _tool_use(e, call_id)
         rid = resp.get("id") if isinstance(resp.get("id"), str) else None
         if rid and self.open_response and self.open_response[0] == rid:
@@ -154,7 +158,7 @@ class _Builder:
         kind, ts = e.get("observation"), ts_seconds(e.get("timestamp"))
         if kind in SKIP_OBSERVATIONS:
             return
-        call_id = _tool_meta(e).get("tool_call_id") or self.call_of.get(e.get("cause"))
+        call_id = _tool_meta(e).get("tool_call_id") or self.call_of.get(str(e.get("cause")))
         content = e.get("content") if isinstance(e.get("content"), str) else str(e.get("content") or "")
         if kind == "recall":
             self.messages.append(Message.text_message("user", _recall_text(e), timestamp=ts, meta={"recall": True}))

@@ -1,0 +1,169 @@
+"""Fidelity: does our re-implementation compact where and as much as the real agent did?
+
+A real trace can hold the recorded agent's own compactions (``Trace.compactions``: Claude Code's
+``compact_boundary`` with ``preTokens`` and the summary that followed). Replaying the matching
+strategy family over it, *driven by the recorded usage* (the provider-reported prompt sizes the
+real agent triggered on, not our tokenizer's), the k-th replayed summarize/handoff is set beside
+the k-th recorded compaction: the call at which each fired, the size before, and the size of the
+first request after (the recorded one = system prompt + summary + what the agent appended before
+its next call, counted by our tokenizer; the provider's own figure is kept beside it).
+
+Limitation: the trace still carries the recorded summary, so a replay appends it after its own
+compaction; only the first replayed compaction of each pair is comparable without caveats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.context import Context
+from bench.records import TaskResult
+from bench.replay import COMPACTION_KINDS, Observer, ReplayConfig, replay
+from bench.summarizers import Summarizer
+from bench.tokens import TokenCounter
+from strategies.base import Outcome, Strategy
+from traces.model import Trace, Usage
+
+MATCHING_STRATEGY = {
+    "claude-code": "claude-code", "codex": "codex", "opencode": "opencode", "cline": "cline:sdk",
+    "openhands": "openhands",
+}
+"""Recorded agent (``Trace.agent``) → the registry strategy that re-implements its compaction."""
+
+COLUMNS = (
+    "trace", "strategy", "compaction", "trigger", "recorded_call", "replayed_call", "call_delta",
+    "recorded_pre_tokens", "recorded_pre_usage", "replayed_pre_tokens", "replayed_pre_estimate",
+    "recorded_post_tokens", "recorded_post_usage", "replayed_post_tokens", "post_ratio",
+    "recorded_summary_tokens", "replayed_summary_tokens", "replayed_compactions",
+)
+
+
+_PAUSE = "_recorded_usage_paused_until"
+
+
+def recorded_calls(trace: Trace) -> tuple[int, ...]:
+    """The call index at which each recorded compaction took effect (answers before it)."""
+    answers = [i for i, m in enumerate(trace.messages) if m.role == "assistant"]
+    return tuple(sum(1 for i in answers if i < rc.message_index) for rc in trace.compactions)
+
+
+def recorded_usages(trace: Trace) -> tuple[Usage | None, ...]:
+    """The provider-reported usage of each call, by call index (None where the log has none)."""
+    return tuple(m.usage for m in trace.messages if m.role == "assistant")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedUsage(Strategy):
+    """Runs ``inner`` with ``session.last_usage`` set to the recorded usage of the previous call.
+
+    Agents that trigger on the provider's reported usage (Claude Code, Codex, Cline, OpenCode)
+    then fire on the numbers the real agent saw, which include its system prompt and tool
+    definitions that a trace does not carry.
+    """
+
+    name = "recorded-usage"
+    citation = "harness wrapper (fidelity checks)"
+
+    inner: Strategy
+    usages: tuple[Usage | None, ...] = field(default=())
+    recorded_calls: tuple[int, ...] = ()
+    """Calls at which the recorded agent compacted. After a replayed compaction the recorded usage
+    describes a context we no longer hold, so driving pauses until the next recorded one."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "estimator", self.inner.estimator)
+
+    def _drive(self, session: Any) -> None:
+        i = session.call_index - 1
+        paused_until = session.state.get(_PAUSE, -1)
+        if session.call_index >= paused_until and 0 <= i < len(self.usages) and self.usages[i] is not None:
+            session.last_usage = self.usages[i]
+
+    def _after(self, outcome: Outcome | None, session: Any) -> Outcome | None:
+        if outcome is not None and any(e.kind in COMPACTION_KINDS for e in outcome.events):
+            later = [c for c in self.recorded_calls if c > session.call_index]
+            session.state[_PAUSE] = later[0] if later else float("inf")
+        return outcome
+
+    def on_tool_result(self, ctx: Context, session: Any) -> Outcome | None:
+        self._drive(session)
+        return self._after(self.inner.on_tool_result(ctx, session), session)
+
+    def before_call(self, ctx: Context, session: Any) -> Outcome | None:
+        self._drive(session)
+        return self._after(self.inner.before_call(ctx, session), session)
+
+    def on_overflow(self, ctx: Context, session: Any) -> Outcome | None:
+        self._drive(session)
+        return self._after(self.inner.on_overflow(ctx, session), session)
+
+    def project(self, ctx: Context, session: Any) -> Context:
+        return self.inner.project(ctx, session)
+
+
+def replay_recorded(
+    trace: Trace, strategy: Strategy, config: ReplayConfig, *, counter: TokenCounter,
+    summarizer: Summarizer | None = None, label: str | None = None, observers: tuple[Observer, ...] = (),
+) -> TaskResult:
+    """``bench.replay.replay`` with ``strategy`` driven by the trace's recorded usage."""
+    driven = RecordedUsage(inner=strategy, usages=recorded_usages(trace), recorded_calls=recorded_calls(trace))
+    return replay(trace, driven, config, counter=counter, summarizer=summarizer,
+                  label=label or strategy.name, observers=observers)
+
+
+def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | None = None) -> list[dict]:
+    """One row per recorded compaction, paired in order with the replay's compactions.
+
+    Replayed columns are None when the replay compacted fewer times than the recorded agent.
+    ``post_ratio`` = replayed_post_tokens / recorded_post_tokens.
+    """
+    counter = counter or TokenCounter()
+    msgs = trace.messages
+    answers = [i for i, m in enumerate(msgs) if m.role == "assistant"]
+    replayed = [e for e in result.events if e.kind in COMPACTION_KINDS]
+    sent = {c.call: c.prompt_tokens for c in result.calls if c.kind == "agent"}
+    system = counter.truth(msgs[0]) if msgs and msgs[0].role == "system" else 0
+    rows = []
+    for k, rc in enumerate(trace.compactions):
+        start = rc.message_index
+        recorded_call = sum(1 for i in answers if i < start)
+        before = [msgs[i] for i in answers if i < start and msgs[i].usage is not None]
+        after = next((i for i in answers if i >= start), len(msgs))
+        next_usage = msgs[after].usage if after < len(msgs) else None
+        post = system + sum(counter.truth(m) for m in msgs[start:after])
+        row: dict[str, Any] = {
+            "trace": trace.id, "strategy": result.strategy, "compaction": k, "trigger": rc.trigger,
+            "recorded_call": recorded_call, "recorded_pre_tokens": rc.pre_tokens,
+            "recorded_pre_usage": before[-1].usage.prompt_tokens + before[-1].usage.output_tokens if before else None,
+            "recorded_post_tokens": post,
+            "recorded_post_usage": next_usage.prompt_tokens if next_usage is not None else None,
+            "recorded_summary_tokens": counter.text(rc.summary) if rc.summary else None,
+            "replayed_compactions": len(replayed),
+        }
+        e = replayed[k] if k < len(replayed) else None
+        replayed_post = None if e is None else sent.get(e.call, e.tokens_after)
+        row.update({
+            "replayed_call": None if e is None else e.call,
+            "call_delta": None if e is None else e.call - recorded_call,
+            "replayed_pre_tokens": None if e is None else e.tokens_before,
+            "replayed_pre_estimate": None if e is None else e.estimate_before,
+            "replayed_post_tokens": replayed_post,
+            "post_ratio": None if replayed_post is None or not post else replayed_post / post,
+            "replayed_summary_tokens": None if e is None else e.summary_tokens,
+        })
+        rows.append({c: row[c] for c in COLUMNS})
+    return rows
+
+
+def check_trace(trace: Trace, config: ReplayConfig, *, counter: TokenCounter | None = None,
+                summarizer: Summarizer | None = None) -> list[dict]:
+    """Fidelity rows for a trace against its agent's matching strategy ([] when there is none)."""
+    import strategies
+
+    name = MATCHING_STRATEGY.get(trace.agent)
+    if not trace.compactions or name is None or name not in strategies.names():
+        return []
+    counter = counter or TokenCounter()
+    result = replay_recorded(trace, strategies.build(name), config, counter=counter, summarizer=summarizer)
+    return fidelity_rows(trace, result, counter=counter)

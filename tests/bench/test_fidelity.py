@@ -1,0 +1,112 @@
+"""Fidelity: a replay driven by recorded usage, set beside the recorded agent's own compaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+import strategies
+from bench.fidelity import fidelity_rows, replay_recorded
+from bench.pricing import profile
+from bench.replay import ReplayConfig, replay
+from bench.tokens import TokenCounter
+from strategies.base import Outcome, Strategy, event
+from traces.model import Message, RecordedCompaction, ToolResult, ToolUse, Trace, Usage
+
+M = Message.text_message
+SUMMARY = "Summary: fixing app.py; pytest failed on test_total."
+MESSAGES = (
+    M("system", "You are an agent."),                                                                # 0
+    M("user", "Fix the bug in app.py"),                                                              # 1
+    Message("assistant", (ToolUse("a", "Read", {"file_path": "app.py"}),), usage=Usage(1_000, 50)),  # 2 call 0
+    Message("user", (ToolResult("a", "code " * 50),)),                                               # 3
+    Message("assistant", (ToolUse("b", "Bash", {"command": "pytest"}),), usage=Usage(3_000, 50, 2_000)),  # 4 call 1
+    Message("user", (ToolResult("b", "FAILED test_total"),)),                                        # 5
+    M("assistant", "Looking into it.", usage=Usage(9_000, 100)),                                     # 6 call 2
+    M("user", SUMMARY, meta={"summary": True}),                                                      # 7
+    M("user", "Please continue."),                                                                   # 8
+    M("assistant", "Fixed.", usage=Usage(2_500, 20)),                                                # 9 call 3
+)
+TRACE = Trace("recorded", MESSAGES, compactions=(RecordedCompaction(7, "auto", 9_100, SUMMARY),))
+OWN_SUMMARY = M("user", "Replayed summary.", meta={"summary": True})
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageTrigger(Strategy):
+    """Summarizes once when the last reported prompt + output reaches ``threshold``."""
+
+    name = "usage-trigger"
+    threshold: int = 8_000
+
+    def before_call(self, ctx, session):
+        u = session.last_usage
+        if session.state.get("done") or u is None or u.prompt_tokens + u.output_tokens < self.threshold:
+            return None
+        session.state["done"] = True
+        m = ctx.messages
+        last = max(i for i, x in enumerate(m) if x.role == "assistant")
+        start = last if any(x.tool_results for x in m[last + 1:]) else last + 1
+        new = ctx.replace((m[0], OWN_SUMMARY, *m[start:]))
+        return Outcome(new, (event("summarize", ctx, new, summary_tokens=3),))
+
+
+def fidelity(strategy, driven=True):
+    counter = TokenCounter()
+    run = replay_recorded if driven else replay
+    result = run(TRACE, strategy, ReplayConfig(profile("claude-sonnet-4-5")), counter=counter)
+    return fidelity_rows(TRACE, result, counter=counter), counter
+
+
+def test_driven_by_recorded_usage_it_fires_where_the_agent_did():
+    (row,), c = fidelity(UsageTrigger())
+    # the recorded call 2 reported 9,000 + 100 tokens, so the strategy fires before call 3,
+    # which is where the recorded agent compacted (3 answers precede message 7)
+    assert row["recorded_call"] == 3 and row["replayed_call"] == 3 and row["call_delta"] == 0
+    assert row["recorded_pre_tokens"] == 9_100 and row["recorded_pre_usage"] == 9_100
+    assert row["recorded_post_usage"] == 2_500
+    assert row["recorded_post_tokens"] == c.truth(MESSAGES[0]) + c.truth(MESSAGES[7]) + c.truth(MESSAGES[8])
+    # replayed: system + own summary + the step's inputs (which still carry the recorded summary)
+    assert row["replayed_post_tokens"] == row["recorded_post_tokens"] + c.truth(OWN_SUMMARY)
+    assert row["replayed_pre_tokens"] == sum(c.truth(m) for m in MESSAGES[:9])
+    assert row["recorded_summary_tokens"] == c.text(SUMMARY) and row["replayed_summary_tokens"] == 3
+    assert row["replayed_compactions"] == 1
+
+
+def test_an_earlier_threshold_shows_as_a_negative_call_delta():
+    (row,), c = fidelity(UsageTrigger(threshold=4_000))
+    # call 1 reported 5,000 + 50: fires before call 2, keeping the in-flight Bash pair
+    assert row["replayed_call"] == 2 and row["call_delta"] == -1
+    expected_post = sum(c.truth(m) for m in (MESSAGES[0], OWN_SUMMARY, MESSAGES[4], MESSAGES[5]))
+    assert row["replayed_post_tokens"] == expected_post
+    assert row["post_ratio"] == pytest.approx(expected_post / row["recorded_post_tokens"])
+
+
+def test_without_recorded_usage_the_tiny_simulated_prompts_never_fire():
+    (row,), _ = fidelity(UsageTrigger(), driven=False)
+    assert row["replayed_call"] is None and row["call_delta"] is None and row["replayed_compactions"] == 0
+
+
+def test_claude_code_against_its_recorded_compactions(shared_traces):
+    from traces.formats import READERS, load
+
+    if "claude-code" not in READERS or "claude-code" not in strategies.REGISTRY:
+        pytest.skip("the Claude Code importer or the claude-code strategy is not registered yet")
+    folder = shared_traces / "claude-code__marot-spotter"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent")
+    traces = [t for t in load([str(p) for p in sorted(folder.glob("*.jsonl"))]).traces if t.compactions]
+    assert len(traces) == 3
+    rows = []
+    for trace in traces:
+        counter = TokenCounter()
+        counter.prime(trace.messages)
+        result = replay_recorded(trace, strategies.build("claude-code"), ReplayConfig(profile("claude-sonnet-4-5")),
+                                 counter=counter)
+        rows += fidelity_rows(trace, result, counter=counter)
+    auto = [r for r in rows if r["trigger"] == "auto"]
+    assert sorted(r["recorded_pre_tokens"] for r in auto) == [167_094, 170_251]  # MANIFEST.md
+    # Claude Code's trigger (167K for a 200K window), fed the recorded usage, fires within a call of the real one
+    assert all(r["replayed_call"] is not None and abs(r["call_delta"]) <= 1 for r in auto)
+    # the provider's post-compaction prompt holds the system prompt and tools a trace does not carry
+    assert all(r["recorded_post_usage"] > r["recorded_post_tokens"] for r in rows)

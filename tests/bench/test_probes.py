@@ -1,0 +1,165 @@
+"""Needle retention classes, ages and aggregates, on a hand-built trace with a known compaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pandas as pd
+import pytest
+
+import strategies
+from bench.pricing import profile
+from bench.probes import (
+    ABSENT,
+    FALSE_POSITIVE,
+    MISSING,
+    RECOVERABLE,
+    STALE,
+    VERBATIM,
+    cliff_rounds,
+    false_positive_rate,
+    needle_observer,
+    probe_frame,
+    retention,
+    with_age_buckets,
+)
+from bench.replay import ReplayConfig, replay
+from bench.tokens import TokenCounter
+from strategies.base import Outcome, Strategy, event
+from traces.model import Message, Needle, ToolResult, ToolUse, Trace
+
+M = Message.text_message
+MESSAGES = (
+    M("system", "You are a coding agent."),                                     # 0
+    M("user", "The service port is 8080. Always use tabs."),                     # 1
+    M("assistant", "Noted."),                                                    # 2  call 0
+    M("user", "The secret codeword is PAPAYA-42."),                             # 3
+    Message("assistant", (ToolUse("t1", "Read", {"file_path": "secrets/db.txt"}),)),  # 4  call 1
+    Message("user", (ToolResult("t1", "password = hunter2"),)),                  # 5
+    M("assistant", "Got it."),                                                   # 6  call 2
+    M("user", "Change of plan: the service port is now 9090."),                  # 7
+    M("assistant", "OK."),                                                       # 8  call 3
+    M("user", "Where are we?"),                                                  # 9
+    M("assistant", "Done. The build id is B-77."),                               # 10 call 4
+)
+NEEDLES = (
+    Needle("codeword", "fact", "The secret codeword is PAPAYA-42.", "Codeword?", "PAPAYA-42", 3),
+    Needle("port", "update", "port is now 9090", "Port?", "9090", 7, old_answer="8080"),
+    Needle("password", "fact", "password = hunter2", "DB password?", "hunter2", 5, reference="secrets/db.txt"),
+    Needle("zebra", "control", "", "Zebra code?", "ZEBRA-99", -1),
+    Needle("tabs", "constraint", "Always use tabs.", "Indentation?", "always use tabs", 1),
+    Needle("build", "fact", "The build id is B-77.", "Build id?", "B-77", 10),
+)
+TRACE = Trace("hand", MESSAGES, needles=NEEDLES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Forgetful(Strategy):
+    """At call 4: drop the codeword and the port update, clear the tool output, add a summary."""
+
+    name = "forgetful"
+
+    def before_call(self, ctx, session):
+        if session.call_index != 4:
+            return None
+        m = ctx.messages
+        cleared = m[5].with_blocks((ToolResult("t1", "[cleared]"),))
+        new = ctx.replace((m[0], m[1], m[2], m[4], cleared, m[6], M("user", "Summary: we talked about ports."), m[9]))
+        return Outcome(new, (event("summarize", ctx, new, summary_tokens=8),))
+
+
+def run(strat, trace=TRACE, **kw):
+    counter = TokenCounter()
+    result = replay(trace, strat, ReplayConfig(profile("claude-sonnet-4-5")), counter=counter,
+                    observers=(needle_observer(trace, **kw),))
+    return result, counter
+
+
+def by_needle(result, moment):
+    return {p["needle"]: p for p in result.probes if p["moment"] == moment}
+
+
+def test_classes_after_a_compaction():
+    result, counter = run(Forgetful())
+    rows = by_needle(result, "compaction")
+    assert rows["codeword"]["cls"] == MISSING            # pruned
+    assert rows["port"]["cls"] == STALE                   # only the old 8080 is left
+    assert rows["password"]["cls"] == RECOVERABLE         # the file path is still there, the value not
+    assert rows["zebra"]["cls"] == ABSENT
+    assert rows["tabs"]["cls"] == VERBATIM                # matched case- and whitespace-insensitively
+    assert "build" not in rows                            # stated in call 4's answer: not yet said
+    assert {p["round"] for p in result.probes if p["moment"] == "compaction"} == {1}
+    end = by_needle(result, "end")
+    assert end["build"]["cls"] == VERBATIM and end["codeword"]["cls"] == MISSING
+
+
+def test_ages_in_calls_and_tokens():
+    result, counter = run(Forgetful())
+    row = by_needle(result, "compaction")["codeword"]
+    # message 3 is first sent with call 1; probed at call 4, before its answer (message 10)
+    assert row["planted"] == 3 and row["planted_call"] == 1 and row["age_calls"] == 3
+    assert row["age_tokens"] == sum(counter.truth(m) for m in MESSAGES[4:10])
+    assert by_needle(result, "compaction")["zebra"]["planted_call"] is None
+    end = by_needle(result, "end")["build"]
+    assert end["age_calls"] == 0 and end["age_tokens"] == 0
+    # "tabs" sits in message 1; after it in the sent context come messages 2, 4, cleared 5, 6, summary, 9
+    tabs = by_needle(result, "compaction")["tabs"]
+    sent_after = [MESSAGES[2], MESSAGES[4], MESSAGES[5].with_blocks((ToolResult("t1", "[cleared]"),)), MESSAGES[6],
+                  M("user", "Summary: we talked about ports."), MESSAGES[9]]
+    assert tabs["tokens_after_match"] == sum(counter.truth(m) for m in sent_after)
+
+
+def test_none_keeps_everything_and_an_update_with_both_values_is_retained():
+    result, _ = run(strategies.build("none"))
+    end = by_needle(result, "end")
+    assert {n: r["cls"] for n, r in end.items()} == {
+        "codeword": VERBATIM, "port": VERBATIM, "password": VERBATIM, "zebra": ABSENT, "tabs": VERBATIM,
+        "build": VERBATIM}
+    assert not [p for p in result.probes if p["moment"] == "compaction"]
+
+
+def test_control_found_is_a_false_positive_and_judge_hook_can_reclassify():
+    system = M("system", "You are a coding agent. ZEBRA-99 is a reserved word.")
+    trace = replace(TRACE, messages=(system, *MESSAGES[1:]))
+    result, _ = run(Forgetful(), trace, judge=lambda n, text: "retained-paraphrased" if n.id == "codeword" else None)
+    rows = by_needle(result, "compaction")
+    assert rows["zebra"]["cls"] == FALSE_POSITIVE
+    assert rows["codeword"]["cls"] == "retained-paraphrased" and rows["port"]["cls"] == STALE
+
+
+def test_retention_aggregates_per_class_kind_and_age():
+    forgetful, _ = run(Forgetful(), strategy="forgetful")
+    none, _ = run(strategies.build("none"))
+    probes = probe_frame([forgetful, none])
+    table = retention(probes).set_index("strategy")
+    # at the end: 5 scored needles (control excluded); verbatim = tabs, build
+    assert table.loc["forgetful", "n"] == 5 and table.loc["forgetful", "retention"] == pytest.approx(2 / 5)
+    assert table.loc["forgetful", [MISSING, STALE, RECOVERABLE]].tolist() == pytest.approx([0.2, 0.2, 0.2])
+    assert table.loc["none", "retention"] == 1.0
+    kinds = retention(probes, ["needle_kind"]).set_index(["strategy", "needle_kind"])
+    assert kinds.loc[("forgetful", "fact"), "retention"] == pytest.approx(1 / 3)
+    assert kinds.loc[("forgetful", "update"), STALE] == 1.0
+    aged = with_age_buckets(probes)
+    assert set(aged.age_tokens_bucket.dropna()) == {"< 2K"} and "< 5" in set(aged.age_calls_bucket.dropna())
+    fp = false_positive_rate(probes).set_index("strategy")
+    assert fp.loc["none", "n"] == 1 and fp.loc["none", "false_positive_rate"] == 0.0
+
+
+def test_cliff_round_is_the_first_round_below_half():
+    rows = []
+    for strategy, rounds in {"a": {1: [1, 1, 1, 0], 2: [1, 0, 0, 0]}, "b": {1: [1, 1], 2: [1, 0]}}.items():
+        for r, kept in rounds.items():
+            rows += [{"strategy": strategy, "moment": "compaction", "round": r, "needle_kind": "fact",
+                      "retained": bool(k)} for k in kept]
+    cliffs = cliff_rounds(pd.DataFrame(rows)).set_index("strategy")
+    assert cliffs.loc["a", "cliff_round"] == 2 and cliffs.loc["a", "retention_by_round"] == {1: 0.75, 2: 0.25}
+    assert pd.isna(cliffs.loc["b", "cliff_round"])  # 0.5 is not below 0.5: no cliff
+
+
+def test_a_trace_without_needles_is_probed_with_derived_ones():
+    plain = Trace("plain", (M("system", "sys"), M("user", "Please refactor parser/lexer.py today."),
+                            M("assistant", "ok")))
+    result, _ = run(strategies.build("none"), plain)
+    assert result.probes and {p["source"] for p in result.probes} == {"derived"}
+    assert {p["needle"] for p in result.probes} >= {"derived:request:1"}
+    assert all(isinstance(p["cls"], str) for p in result.probes)

@@ -1,0 +1,227 @@
+"""The five-layer defense and Claude Code's configuration of it (strategies/layered.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+
+import strategies
+from bench.context import Meter
+from bench.pricing import profile
+from bench.replay import ReplayConfig, replay
+from bench.session import Session
+from bench.summarizers.extractive import ExtractiveSummarizer
+from strategies.layered import CLEARED, SUMMARY_SECTIONS, ClaudeCode, FiveLayer
+from traces.model import Message, ToolResult, ToolUse, Trace, Usage, orphans
+
+W = " abc"  # one cl100k token per 4 chars, so chars/4 estimate ≈ truth
+DIGITS = " 7"  # two tokens per 2 chars: chars/4 under-counts it 4x
+MODEL = replace(profile("claude-sonnet-4-5"), max_output=20_000)  # effective window 180K
+
+
+class Recording:
+    """Delegates to a strategy and keeps every request it sends."""
+
+    def __init__(self, inner: strategies.Strategy) -> None:
+        self.inner, self.name, self.estimator, self.sent = inner, inner.name, inner.estimator, []
+
+    def __getattr__(self, hook: str):
+        return getattr(self.inner, hook)
+
+    def project(self, ctx, session):
+        out = self.inner.project(ctx, session)
+        self.sent.append(out.messages)
+        return out
+
+
+def tool_step(i: int, content: str, name: str = "bash", **inp) -> list[Message]:
+    return [Message("assistant", (ToolUse(f"t{i}", name, inp),)), Message("user", (ToolResult(f"t{i}", content),))]
+
+
+def growing_trace() -> Trace:
+    """Tool outputs (one over 50K chars), then talk L2 cannot clear, then output chars/4 under-counts."""
+    msgs = [Message.text_message("system", W * 1000), Message.text_message("user", "Task: grow the context")]
+    for k in range(12):
+        msgs += tool_step(k, W * (15_000 if k == 2 else 10_000))
+    for k in range(6):
+        msgs += [Message.text_message("assistant", W * 20_000), Message.text_message("user", f"continue {k}")]
+    for k in range(6):
+        msgs += tool_step(100 + k, DIGITS * 20_000)
+    msgs.append(Message.text_message("assistant", "done"))
+    return Trace("grow", tuple(msgs))
+
+
+def session(counter, model=MODEL, **kw) -> Session:
+    return Session(model, Meter(counter, "chars/4"), ExtractiveSummarizer(), **kw)
+
+
+def layer(detail: str) -> str:
+    return detail.split(" ", 1)[0]
+
+
+def test_layers_escalate_in_order_on_a_growing_trace_each_at_most_once_per_call(counter):
+    rec = Recording(FiveLayer())
+    result = replay(growing_trace(), rec, ReplayConfig(MODEL), counter=counter)
+    first = {}
+    for e in result.events:
+        first.setdefault(layer(e.detail), (e.call, e.hook, e.kind))
+    assert [first[k][0] for k in ("L1", "L2", "L3", "L4")] == [12, 15, 18, 23]
+    assert first["L1"][1:] == ("before_call", "persist")
+    assert first["L2"][1:] == ("before_call", "prune")
+    assert first["L3"][1:] == ("before_call", "summarize")
+    assert first["L4"][1:] == ("on_overflow", "summarize")
+    per_call = Counter((e.call, layer(e.detail)) for e in result.events)
+    assert max(per_call.values()) == 1
+    # L1 left a pointer with a path; the 413 was rescued, so no call overflowed and none failed
+    l1 = next(e for e in result.events if layer(e.detail) == "L1")
+    assert l1.tokens_before - l1.tokens_after > 14_000
+    assert result.failed is None and not any(c.overflow for c in result.calls)
+    assert all(orphans(sent) == (set(), set()) for sent in rec.sent)
+
+
+def test_persisted_output_keeps_a_pointer_with_a_path(counter):
+    msgs = [Message.text_message("system", "sys"), Message.text_message("user", "go"), *tool_step(1, W * 15_000)]
+    ctx = Meter(counter, "chars/4").context(msgs)
+    new, ev = FiveLayer()._persist(ctx)
+    pointer = new.messages[-1].tool_results[0].content
+    assert pointer.startswith("[Tool result persisted to disk: /tmp/agent/tool-results/t1.txt (60000 chars).")
+    assert pointer.endswith((W * 15_000)[:2_000]) and ev.kind == "persist"
+
+
+def test_microcompact_names_the_tool_and_size_and_removes_old_read_only_calls(counter):
+    msgs = [Message.text_message("system", "sys"), Message.text_message("user", "go")]
+    msgs += tool_step(1, W * 100, "read_file", path="/a.py") + tool_step(2, W * 100, "bash")
+    for k in range(3, 8):
+        msgs += tool_step(k, "recent", "bash")
+    new, ev = FiveLayer()._microcompact(Meter(counter, "chars/4").context(msgs))
+    ids = {r.tool_use_id: r.content for m in new.messages for r in m.tool_results}
+    assert "t1" not in ids and not any(u.id == "t1" for m in new.messages for u in m.tool_uses)
+    assert ids["t2"] == "[Tool result cleared: bash, 100 tokens]"
+    assert all(ids[f"t{k}"] == "recent" for k in range(3, 8))
+    assert orphans(new.messages) == (set(), set()) and ev.detail.startswith("L2")
+
+
+def breaker_trace() -> Trace:
+    """A human paste whose chars/4 estimate is small but whose real size is over the window."""
+    msgs = [Message.text_message("system", "You are an agent."), Message.text_message("user", "Task: fix it"),
+            *tool_step(1, W * 500), Message.text_message("assistant", "Fixed."),
+            Message.text_message("user", "Now read this log:" + DIGITS * 105_000),
+            Message.text_message("assistant", "ok")]
+    return Trace("paste", tuple(msgs))
+
+
+def test_circuit_breaker_fails_gracefully_after_one_reactive_attempt(counter):
+    result = replay(breaker_trace(), FiveLayer(), ReplayConfig(MODEL), counter=counter)
+    assert result.failed is not None and result.failed.startswith("call 2: ")
+    assert [c.call for c in result.calls if c.kind == "agent"] == [0, 1]  # earlier calls kept
+    overflow = [(e.kind, layer(e.detail)) for e in result.events if e.hook == "on_overflow"]
+    assert overflow == [("summarize", "L4"), ("fail", "L4")]
+
+
+def test_breaker_refuses_a_second_consecutive_reactive_attempt(counter):
+    msgs = [Message.text_message("system", "s"), Message.text_message("user", "go")]
+    ctx = Meter(counter, "chars/4").context(msgs)
+    out = FiveLayer().on_overflow(ctx, session(counter, state={"reactive_attempts": 1}))
+    assert out.fail and [e.kind for e in out.events] == ["fail"] and out.context is ctx
+
+
+def test_collapse_is_a_projection_that_leaves_the_stored_context(counter):
+    msgs = [Message.text_message("system", "s"), Message.text_message("user", "Task: look")]
+    for k in range(12):
+        msgs += tool_step(k, DIGITS * 10_000)  # 20K real tokens each
+    ctx = Meter(counter, "chars/4").context(msgs)
+    strat, sess = FiveLayer(), session(counter)
+    sent = strat._collapsed(ctx, strat.effective_window(sess))
+    assert sent.truth <= 180_000 < ctx.truth
+    assert sent.messages[:2] == ctx.messages[:2] and sent.messages[-1] is ctx.messages[-1]
+    assert orphans(sent.messages) == (set(), set())
+    assert strat.project(ctx, sess) is ctx  # not armed: nothing collapses
+
+
+def test_claude_code_trigger_is_167k_for_a_200k_64k_model(counter):
+    sonnet = profile("claude-sonnet-4-5")
+    assert (sonnet.context_window, sonnet.max_output) == (200_000, 64_000)
+    sess = session(counter, sonnet)
+    assert ClaudeCode().autocompact_threshold(sess) == 167_000
+    assert FiveLayer().autocompact_threshold(sess) == 162_000
+
+
+@pytest.mark.parametrize(("newest_chars", "compacts"), [(4 * 11_249, False), (4 * 11_250, True)])
+def test_claude_code_counts_last_usage_plus_four_thirds_of_newer_estimates(counter, newest_chars, compacts):
+    msgs = [Message.text_message("system", "s"), Message.text_message("user", "go"), *tool_step(1, "x"),
+            Message.text_message("assistant", "next"), Message.text_message("user", "a" * newest_chars)]
+    ctx = Meter(counter, "chars/4").context(msgs)
+    sess = session(counter, profile("claude-sonnet-4-5"), last_usage=Usage(140_000, 2_000, 10_000, 0))
+    # 150,000 + 2,000 + round(11,250 × 4/3) = 167,000: the threshold, compared with >=
+    assert ClaudeCode().count(ctx, sess, True) == (167_000 if compacts else 166_999)
+    out = ClaudeCode().before_call(ctx, sess)
+    assert (out is not None) == compacts
+    if compacts:
+        text = out.context.messages[1].text
+        assert text.startswith("This session is being continued from a previous conversation that ran out of context.")
+        assert out.events[0].kind == "summarize"
+
+
+def test_claude_code_summary_prompt_has_the_nine_sections():
+    from strategies.layered import SUMMARY_PROMPT
+
+    assert len(SUMMARY_SECTIONS) == 9 and all(f"{i}. {s}" in SUMMARY_PROMPT for i, s in enumerate(SUMMARY_SECTIONS, 1))
+
+
+def test_claude_code_rereads_five_recent_files_within_budget(counter):
+    sizes = {"/a": 1_000, "/b": 2_000, "/c": 3_000, "/d": 6_000, "/e": 4_000, "/f": 2_500, "/g": 1_500}
+    msgs = [Message.text_message("system", "s"), Message.text_message("user", "read them")]
+    strat, sess = ClaudeCode(restore_total_tokens=8_000), session(counter)
+    meter = Meter(counter, "chars/4")
+    for k, (path, tokens) in enumerate(sizes.items()):
+        msgs += tool_step(k, path[1] * 4 * tokens, "Read", file_path=path)
+        strat.on_tool_result(meter.context(msgs), sess)
+    msgs.append(Message.text_message("user", "go on"))
+    new, events = strat._compact(meter.context(msgs), sess, "L3 auto-compact")
+    restored = [m.text for m in new.messages[2:7]]
+    # newest first: g, f, e, d, c; d is over 5K (path only); c no longer fits the 8K total
+    assert [t.split("]")[0] for t in restored] == [
+        "[Re-read after compaction: /g", "[Re-read after compaction: /f", "[Re-read after compaction: /e",
+        "[File /d was read before compaction (6000 tokens); read it again if needed.",
+        "[File /c was read before compaction (3000 tokens); read it again if needed."]
+    assert restored[0].endswith("g" * 6_000) and [e.kind for e in events] == ["summarize", "reinject"]
+    assert new.messages[7:] == tuple(msgs[-3:])  # the current step follows the attachments
+    default = ClaudeCode()
+    assert (default.restore_files, default.restore_file_tokens, default.restore_total_tokens) == (5, 5_000, 50_000)
+
+
+def test_claude_code_time_based_microcompact_after_an_hour_idle(counter):
+    msgs = [Message.text_message("system", "s"), Message.text_message("user", "go")]
+    for k in range(7):
+        msgs += tool_step(k, f"output {k}")
+    ctx, strat = Meter(counter, "chars/4").context(msgs), ClaudeCode()
+    assert strat.before_call(ctx, session(counter, now=3_000.0, state={"last_call_time": 0.0})) is None
+    out = strat.before_call(ctx, session(counter, now=3_601.0, state={"last_call_time": 0.0}))
+    contents = [r.content for m in out.context.messages for r in m.tool_results]
+    assert contents == [CLEARED, CLEARED] + [f"output {k}" for k in range(2, 7)]
+
+
+def test_claude_code_autocompact_stops_after_three_consecutive_failures(counter):
+    msgs = [Message.text_message("system", "s"), Message.text_message("user", "x" * 4 * 200_000)]
+    ctx = Meter(counter, "chars/4").context(msgs)
+    sess = session(counter, profile("claude-sonnet-4-5"), state={"autocompact_failures": 2})
+    ClaudeCode().before_call(ctx, sess)  # nothing to summarize: a third failure
+    assert sess.state["autocompact_failures"] == 3
+    assert ClaudeCode().before_call(ctx, sess) is None and sess.state["autocompact_failures"] == 3
+
+
+@pytest.mark.parametrize("name", ["five-layer", "claude-code"])
+def test_replays_end_to_end_without_orphans(counter, name):
+    tiny = replace(profile("claude-sonnet-4-5"), context_window=30_000, max_output=2_000)
+    msgs = [Message.text_message("system", "You are an agent."), Message.text_message("user", "Task: ship it")]
+    for k in range(14):
+        msgs += tool_step(k, W * 2_500, "Read" if k % 2 else "bash", file_path=f"/f{k % 3}.py")
+    msgs.append(Message.text_message("assistant", "shipped"))
+    rec = Recording(strategies.build(name))
+    result = replay(Trace("small", tuple(msgs)), rec, ReplayConfig(tiny), counter=counter)
+    assert result.failed is None and len([c for c in result.calls if c.kind == "agent"]) == 15
+    assert {"five-layer": "prune", "claude-code": "summarize"}[name] in {e.kind for e in result.events}
+    assert all(orphans(sent) == (set(), set()) for sent in rec.sent)
+    assert all(sent[0] is msgs[0] for sent in rec.sent)

@@ -1,0 +1,186 @@
+"""Trajectory datasets in the Hugging Face format (MANIFEST "Hugging Face datasets"; spec/pricing.md §4).
+
+``load("owner/name")`` streams rows from the Hub through ``datasets`` (imported lazily: it costs a
+second or more); ``load("/path/file.parquet" or ".jsonl")`` reads a local copy in the same schema.
+A row is one trajectory. Schemas: ``swe-agent`` (nebius/SWE-agent-trajectories: ``trajectory`` of
+``{role, text, system_prompt, mask}`` with SWE-agent text actions, made tool calls as in
+traces.formats.swe_agent), ``openhands`` (nebius/SWE-rebench-openhands-trajectories,
+nvidia/SWE-Zero-openhands-trajectories: ``trajectory`` of OpenAI chat messages with tool calls),
+and ``chat`` (a ``messages`` column). ``schema=None`` picks it per row from its columns.
+Why local files too: the Hub is unreachable from many machines; the error says how to get around it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from traces.formats import ReadResult
+from traces.formats._common import Skips, iter_jsonl
+from traces.formats.chat import Ids, conversation, finish, openai_messages
+from traces.formats.swe_agent import command_action, with_text_actions
+from traces.model import Message, Trace, TraceError
+
+SCHEMAS = ("swe-agent", "openhands", "chat")
+KNOWN: dict[str, tuple[str, str | None]] = {
+    "nebius/SWE-agent-trajectories": ("swe-agent", None),
+    "nebius/SWE-rebench-openhands-trajectories": ("openhands", "Qwen/Qwen3-Coder-480B-A35B-Instruct"),
+    "nvidia/SWE-Zero-openhands-trajectories": ("openhands", "Qwen/Qwen3-Coder-480B-A35B-Instruct"),
+}
+"""Dataset id → (schema, model that generated it when the rows do not say)."""
+BULKY = ("trajectory", "messages", "tools", "generated_patch", "model_patch", "eval_logs", "patch")
+LOCAL_SUFFIXES = (".parquet", ".jsonl", ".json")
+
+
+def _rows_schema(row: dict[str, Any]) -> str:
+    steps = row.get("trajectory")
+    if isinstance(steps, list):
+        first = next((s for s in steps if isinstance(s, dict)), {})
+        return "swe-agent" if "text" in first and "content" not in first else "openhands"
+    if isinstance(row.get("messages"), list):
+        return "chat"
+    raise TraceError("row has neither a \"trajectory\" nor a \"messages\" list")
+
+
+def _swe_agent_messages(steps: Any) -> list[Message]:
+    if not isinstance(steps, list):
+        raise TraceError(f"\"trajectory\" should be a list, got {type(steps).__name__}")
+    raw: list[Any] = []
+    for s in steps:
+        if not isinstance(s, dict) or not isinstance(s.get("role"), str):
+            raise TraceError("a trajectory step is an object with a string \"role\"")
+        text, prompt = s.get("text"), s.get("system_prompt")
+        role = {"ai": "assistant"}.get(s["role"], s["role"])
+        if not raw and role != "system" and isinstance(prompt, str) and prompt:
+            raw.append({"role": "system", "content": prompt})
+        if role == "system" and not text:
+            text = prompt
+        raw.append({"role": role, "content": text if isinstance(text, str) else ""})
+    ids = Ids()
+    return openai_messages(with_text_actions(raw, command_action, ids), ids=ids)
+
+
+def row_trace(row: Any, schema: str | None, index: int, source: str, model: str | None) -> Trace:
+    """One dataset row as a Trace; TraceErrors carry no location (the caller adds it)."""
+    if not isinstance(row, dict):
+        raise TraceError(f"a row is an object, got {type(row).__name__}")
+    schema = schema or _rows_schema(row)
+    unique = row.get("trajectory_id") or row.get("traj_id")
+    trace_id = str(unique) if unique else f"{row.get('instance_id') or 'row'}#{index}"
+    meta = {k: v for k, v in row.items() if k not in BULKY and (not isinstance(v, str) or len(v) <= 200)
+            and isinstance(v, (str, int, float, bool, type(None)))}
+    if schema == "swe-agent":
+        messages, agent = _swe_agent_messages(row.get("trajectory")), "swe-agent"
+        model = row.get("model_name") if isinstance(row.get("model_name"), str) else model
+    elif schema == "openhands":
+        messages, agent = openai_messages(row.get("trajectory")), "openhands"
+    elif schema == "chat":
+        t = conversation(row, Path(source), None, trace_id)
+        messages, agent, model = list(t.messages), t.agent, t.model or model
+    else:
+        raise TraceError(f"unknown schema {schema!r} (known: {', '.join(SCHEMAS)})")
+    notes: list[str] = []
+    return Trace(id=trace_id, messages=finish(messages, f"{source} row {index}", notes), agent=agent, model=model,
+                 source=source, meta={**meta, "dataset_schema": schema, **({"notes": notes} if notes else {})})
+
+
+def unreachable(dataset_id: str, reason: str, schema: str | None) -> TraceError:
+    hint = schema or KNOWN.get(dataset_id, ("openhands",))[0]
+    return TraceError(
+        f"the Hugging Face Hub is unreachable ({reason}), so dataset {dataset_id!r} cannot be streamed. "
+        f"Download its parquet or JSONL files on a machine with network (e.g. `huggingface-cli download "
+        f"{dataset_id} --repo-type dataset`), then load a local file: `hf:/path/to/train-00000.parquet`, or "
+        f"traces.formats.hf.load('/path/to/file.parquet', schema={hint!r}).", path=f"hf:{dataset_id}")
+
+
+def _offline() -> bool:
+    return any(os.environ.get(k, "").lower() in ("1", "true", "yes", "on")
+               for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def _reachable(timeout: float = 3.0) -> str | None:
+    """None when the Hub's host accepts a connection; otherwise why not (skipped behind a proxy)."""
+    if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return None
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+    except OSError as e:
+        return f"cannot connect to {host}: {e.strerror or e}"
+    return None
+
+
+def _hub_rows(dataset_id: str, split: str, schema: str | None) -> Iterator[Any]:
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", dataset_id):
+        raise TraceError("not an existing local file nor a dataset id 'owner/name'", path=f"hf:{dataset_id}")
+    offline = _offline()
+    problem = "offline mode (HF_HUB_OFFLINE is set)" if offline else _reachable()
+    if problem and not offline:
+        raise unreachable(dataset_id, problem, schema)
+    try:
+        import datasets
+        from huggingface_hub import constants
+    except ImportError:
+        raise TraceError("the 'datasets' package is needed to read from the Hub", path=f"hf:{dataset_id}") from None
+    if offline and not constants.HF_HUB_OFFLINE:  # set after the first import: the hub would retry for ~20 s
+        raise unreachable(dataset_id, problem or "offline", schema)
+    try:
+        yield from datasets.load_dataset(dataset_id, split=split, streaming=not offline)
+    except TraceError:
+        raise
+    except ConnectionError as e:
+        raise unreachable(dataset_id, problem or f"{type(e).__name__}: {e}", schema) from None
+    except Exception as e:  # noqa: BLE001 - datasets raises many kinds; all mean "cannot load"
+        raise TraceError(f"cannot load the dataset ({type(e).__name__}: {e})", path=f"hf:{dataset_id}") from None
+
+
+def _parquet_rows(path: Path) -> Iterator[Any]:
+    import pyarrow.parquet as pq
+
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=64):
+            yield from batch.to_pylist()
+    except (OSError, ValueError) as e:  # pyarrow.ArrowInvalid is a ValueError
+        raise TraceError(f"cannot read parquet ({type(e).__name__}: {e})", path=str(path)) from None
+
+
+def load(dataset_id: str, *, lenient: bool = False, split: str = "train", limit: int | None = None,
+         schema: str | None = None) -> ReadResult:
+    """Traces from a Hub dataset id or a local parquet/JSONL file, one per row, up to ``limit`` rows."""
+    if schema is not None and schema not in SCHEMAS:
+        raise TraceError(f"unknown schema {schema!r} (known: {', '.join(SCHEMAS)})", path=dataset_id)
+    path = Path(dataset_id)
+    local = path.exists() or path.suffix in LOCAL_SUFFIXES
+    if local and not path.is_file():
+        raise TraceError("no such file", path=dataset_id)
+    skips = Skips()
+    rows: Iterator[tuple[int | None, Any]]
+    if local and path.suffix == ".parquet":
+        rows = ((None, r) for r in _parquet_rows(path))
+        default_schema, model = schema, None
+    elif local:
+        rows = iter_jsonl(path, lenient, skips)
+        default_schema, model = schema, None
+    else:
+        default_schema, model = schema or KNOWN.get(dataset_id, (None, None))[0], KNOWN.get(dataset_id, (None, None))[1]
+        rows = ((None, r) for r in _hub_rows(dataset_id, split, schema))
+    source = str(path) if local else f"hf:{dataset_id}"
+    result = ReadResult([])
+    for index, (line, row) in enumerate(rows):
+        if limit is not None and index >= limit:
+            break
+        try:
+            result.traces.append(row_trace(row, default_schema, index, source, model))
+        except TraceError as e:
+            if not lenient:
+                where = {"path": source, "line": line} if line else {"path": source}
+                raise TraceError(str(e) if line else f"row {index}: {e}", **where) from None
+            skips.count += 1
+    result.skipped = skips.count
+    result.notes += [f"{t.id}: {n}" for t in result.traces for n in t.meta.get("notes", ())]
+    return result

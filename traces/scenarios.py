@@ -1,0 +1,93 @@
+"""Named synthetic scenarios: the session shapes compaction strategies are compared on.
+
+A scenario is a frozen spec (HELM style, spec/style.md §2.6): a size in tokens, how many human
+turns, how the tool mix and output sizes depart from the calibrated real ones
+(traces/calibration.py), how often files are read again, and where needles are planted. Sizes
+from 10K to 2M tokens are one parameter away: ``generate("long@tokens=300000")`` or
+``dataclasses.replace(SCENARIOS["long"], tokens=...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+
+from traces.synthetic_needles import NeedlePlan
+
+_ALL_KINDS = (
+    NeedlePlan("constraint", 0.03), NeedlePlan("fact", 0.08), NeedlePlan("fact", 0.2),
+    NeedlePlan("error", 0.3), NeedlePlan("artifact", 0.42), NeedlePlan("decision", 0.55),
+    NeedlePlan("update", 0.7, old_at=0.15), NeedlePlan("constraint", 0.8), NeedlePlan("error", 0.9),
+    NeedlePlan("decision", 0.95), NeedlePlan("control", 0.0),
+)
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    name: str
+    description: str
+    tokens: int
+    """Target size: the sum of every message's tokens (approximately; cl100k)."""
+    turns: int = 4
+    """Human turns (more are added where a needle needs a human message)."""
+    mix: Mapping[str, float] = field(default_factory=dict)
+    """Tool-mix weights that replace the calibrated ones, per category (others keep theirs)."""
+    size_scale: Mapping[str, float] = field(default_factory=dict)
+    """Multiplies a category's calibrated median output size."""
+    max_output_chars: int = 120_000
+    """Cap on one tool output (agents truncate long outputs; Claude Code's Bash keeps 30K chars)."""
+    reread: float = 0.15
+    """Chance that a read targets a file already read (duplicate reads)."""
+    failure_at_tail: bool = False
+    """Test runs end with their failure summary (log-heavy debugging)."""
+    direction_changes: bool = False
+    """The user changes direction between turns (multi-task)."""
+    needles: tuple[NeedlePlan, ...] = _ALL_KINDS
+
+
+SCENARIOS: dict[str, ScenarioSpec] = {s.name: s for s in (
+    ScenarioSpec("short", "bugfix: a short session that never needs compaction", tokens=22_000, turns=2,
+                 max_output_chars=16_000,
+                 needles=(NeedlePlan("constraint", 0.05), NeedlePlan("fact", 0.25), NeedlePlan("error", 0.45),
+                          NeedlePlan("artifact", 0.7), NeedlePlan("control", 0.0))),
+    ScenarioSpec("long", "long refactor: ~850K tokens over a few hundred calls, crosses a 200K window "
+                 "several times", tokens=850_000, turns=8, size_scale={"read": 2.5, "bash": 2.5},
+                 reread=0.25),
+    ScenarioSpec("logs", "log-heavy debugging: huge test outputs with the failure at the tail", tokens=450_000,
+                 turns=4, mix={"bash": 0.8}, size_scale={"bash": 6.0}, max_output_chars=240_000,
+                 failure_at_tail=True),
+    ScenarioSpec("reads", "read-heavy exploration: many file reads, the same files read again", tokens=350_000,
+                 turns=5, mix={"read": 0.55, "search": 0.12, "bash": 0.2}, size_scale={"read": 1.5}, reread=0.45),
+    ScenarioSpec("multitask", "multi-task: the user changes direction; a later value supersedes an earlier one",
+                 tokens=300_000, turns=7, direction_changes=True,
+                 needles=(*_ALL_KINDS, NeedlePlan("update", 0.85, old_at=0.35))),
+    ScenarioSpec("tiny", "a 10K-token session, the smallest size", tokens=10_000, turns=1, max_output_chars=6_000,
+                 needles=(NeedlePlan("fact", 0.3), NeedlePlan("error", 0.6), NeedlePlan("control", 0.0))),
+    ScenarioSpec("huge", "a 2M-token marathon (opt-in: slow to replay)", tokens=2_000_000, turns=16,
+                 size_scale={"read": 2.5, "bash": 2.5}, reread=0.25),
+)}
+
+DEFAULT_BENCH: tuple[str, ...] = ("short", "long", "logs", "reads", "multitask")
+"""What ``make bench`` runs; ``huge`` and ``tiny`` are opt-in."""
+
+
+def resolve(scenario: str | ScenarioSpec) -> ScenarioSpec:
+    """A spec from a name, or ``name@key=value,key=value`` overriding numeric/bool fields."""
+    if isinstance(scenario, ScenarioSpec):
+        return scenario
+    name, _, params = scenario.partition("@")
+    try:
+        spec = SCENARIOS[name]
+    except KeyError:
+        raise ValueError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
+    if not params:
+        return spec
+    types = {f.name: type(getattr(spec, f.name)) for f in fields(spec)}
+    changes: dict[str, object] = {}
+    for item in params.split(","):
+        key, _, value = item.partition("=")
+        if types.get(key) not in (int, float, bool):
+            raise ValueError(f"scenario parameter {key!r} cannot be set from text; settable: "
+                             f"{', '.join(k for k, t in types.items() if t in (int, float, bool))}")
+        changes[key] = value.lower() in ("1", "true", "yes") if types[key] is bool else types[key](float(value))
+    return replace(spec, name=f"{name}@{params}", **changes)

@@ -1,0 +1,227 @@
+"""Seeded synthetic agent sessions with planted, typed needles: the bench's default input.
+
+``generate("long", seed=0)`` builds a whole session (system prompt, human turns, assistant messages
+with tool calls, tool results) whose tool mix, output sizes and pace follow the fit on real traces
+(traces/calibration.py) as reshaped by a named scenario (traces/scenarios.py). Needles are planted
+when the session is a chosen fraction of the way through its tokens, so retention can be plotted by
+depth and age; every answer occurs only where it was planted (checked; re-drawn otherwise).
+Same scenario and seed, same trace, byte for byte.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from random import Random
+
+from bench.tokens import render
+from traces import synthetic_text as tx
+from traces.calibration import CATEGORIES, FITTED, Calibration
+from traces.model import Message, Needle, Text, ToolResult, ToolUse, Trace
+from traces.scenarios import ScenarioSpec, resolve
+from traces.synthetic_calls import TOOLS, Call, Outputs
+from traces.synthetic_needles import Planted, draw
+
+START = 1_768_467_600.0
+"""2026-01-15T09:00:00Z; a session starts on a seeded day after it."""
+CHARS_PER_TOKEN = {"read": 3.55, "edit": 3.75, "write": 3.8, "bash": 3.1, "search": 3.8, "web": 4.5,
+                   "other": 4.5, "text": 4.2}
+"""cl100k characters per token of each kind of generated text (measured), to hit a size without tokenizing."""
+MAX_ATTEMPTS = 20
+
+_TASKS = {
+    "short": "The {noun} {verb} step crashes with a KeyError when the {noun2} list is empty. Can you find the "
+             "cause and fix it, with a regression test?",
+    "long": "Let's refactor the {noun} package: split {snake} into smaller functions, move the {noun2} "
+            "handling into its own module, and keep every test passing.",
+    "logs": "CI is red: the {noun} integration suite fails intermittently. Run it, dig through the logs and "
+            "find the root cause.",
+    "reads": "I'm new to this codebase. Walk through how a {noun} request flows from the router to the "
+             "{noun2} store and explain the main modules.",
+}
+_FOLLOW = ("Thanks. Next, make {snake} handle a missing {noun} gracefully and add a test.",
+           "Good. Now update the {noun2} docs strings and run the full test suite.",
+           "OK, please also look at why {snake} is slow with large {noun} batches.",
+           "Next step: wire the {noun} changes into the CLI and check the {noun2} command still works.")
+_SWITCH = "Let's drop the {noun} work for now. New priority: {task}"
+
+
+def generate(scenario: str | ScenarioSpec, seed: int = 0, *, calibration: Calibration = FITTED) -> Trace:
+    """The synthetic session of ``scenario`` (a name, ``name@key=value``, or a spec) for ``seed``."""
+    spec = resolve(scenario)
+    for attempt in range(MAX_ATTEMPTS):
+        trace = _Session(spec, seed, attempt, calibration).build()
+        if trace is not None:
+            return trace
+    raise RuntimeError(f"could not place the needles of {spec.name} seed {seed} without clashes")
+
+
+class _Session:
+    """Builds one session; mutable while building, discarded after."""
+
+    def __init__(self, spec: ScenarioSpec, seed: int, attempt: int, cal: Calibration) -> None:
+        self.spec, self.seed, self.cal = spec, seed, cal
+        self.rng = Random(f"{spec.name}/{seed}")
+        needle_rng = Random(f"{spec.name}/{seed}/needles/{attempt}")
+        self.project = self.rng.choice(tx.NOUNS) + self.rng.choice(tx.NOUNS)
+        self.out = Outputs(self.rng, cal, self.project, dict(spec.size_scale), spec.max_output_chars,
+                           spec.reread, spec.failure_at_tail)
+        self.mix = [spec.mix.get(c, cal.tool_mix[c]) for c in CATEGORIES]
+        self.messages: list[Message] = []
+        self.est = 0.0
+        self.now = START + 86_400 * self.rng.randint(0, 60)
+        self.calls = 0
+        self.turn = 0
+        kinds_seen: dict[str, int] = {}
+        self.planted: list[tuple[Planted, list[int]]] = []  # needle, [message_index, old_index]
+        self.events: list[tuple[float, int, str, Planted | None]] = []
+        for i, plan in enumerate(spec.needles):
+            variant = kinds_seen[plan.kind] = kinds_seen.get(plan.kind, -1) + 1
+            p = draw(plan.kind, needle_rng, self.project, variant)
+            self.planted.append((p, [-1, -1]))
+            if plan.kind != "control":
+                self.events.append((plan.at, i, "needle", p))
+            if plan.old_at is not None:
+                self.events.append((plan.old_at, i, "old", p))
+        self.events += [(k / spec.turns, -1, "turn", None) for k in range(1, spec.turns)]
+        self.events.sort(key=lambda e: (e[0], e[1]))
+
+    # -- building -----------------------------------------------------------------------------
+    def build(self) -> Trace | None:
+        self._add(Message.text_message("system", tx.system_prompt(self.rng, self.project, TOOLS), timestamp=self.now))
+        pending: list[Planted] = []
+        first = True
+        while self.est < self.spec.tokens or self.events or pending:
+            frac = self.est / self.spec.tokens
+            due = [e for e in self.events if e[0] <= frac]
+            self.events = [e for e in self.events if e not in due]
+            texts = [self._task()] if first else []
+            for at, _, what, p in due:
+                if what == "turn":
+                    texts.append(self._task())
+                elif what == "old":
+                    texts.append(p.old_human)
+                elif p.human is not None:
+                    texts.append(p.human)
+                else:
+                    pending.append(p)
+            if texts:
+                if not first:
+                    self._final()
+                    if not any(e[2] == "turn" for e in due):
+                        texts.append("Carry on with the current task.")
+                self._human(texts, [p for _, _, w, p in due if w in ("needle", "old") and p.human is not None],
+                            [p for _, _, w, p in due if w == "old"])
+                first = False
+            self._step(pending.pop(0) if pending else None)
+        self._final()
+        return self._trace()
+
+    def _add(self, m: Message, chars_per_token: float = CHARS_PER_TOKEN["text"]) -> int:
+        self.messages.append(m)
+        self.est += len(render(m)) / chars_per_token if m.role != "user" or not m.is_tool_result else 0
+        return len(self.messages) - 1
+
+    def _fmt(self, template: str) -> str:
+        r = self.rng
+        return template.format(noun=r.choice(tx.NOUNS), noun2=r.choice(tx.NOUNS), verb=r.choice(tx.VERBS),
+                               snake=tx.snake(r), task=self._fmt(r.choice(_FOLLOW)) if "{task}" in template else "")
+
+    def _task(self) -> str:
+        self.turn += 1
+        name = self.spec.name.split("@")[0]
+        if self.turn == 1:
+            return self._fmt(_TASKS.get(name, _TASKS["long"]))
+        if self.spec.direction_changes and self.rng.random() < 0.7:
+            return self._fmt(_SWITCH)
+        return self._fmt(self.rng.choice(_FOLLOW))
+
+    def _human(self, texts: list[str], carried: list[Planted], old: list[Planted]) -> None:
+        self.now += min(3600.0, self.cal.turn_seconds.sample(self.rng))
+        i = self._add(Message.text_message("user", "\n\n".join(texts), timestamp=round(self.now, 3)))
+        for p, where in self.planted:
+            if any(p is q for q in old):
+                where[1] = i
+            elif any(p is q for q in carried):
+                where[0] = i
+
+    def _say(self, lead: str, scale: float = 1.0) -> str:
+        size = max(len(lead), round(self.cal.assistant_text_chars.sample(self.rng) * scale))
+        return tx.fill(lead, tx.prose_lines(self.rng), min(size, 4000))
+
+    def _final(self) -> None:
+        if self.messages[-1].role == "assistant" and not self.messages[-1].tool_uses:
+            return
+        self.now += min(600.0, self.cal.step_seconds.sample(self.rng))
+        self._add(Message.text_message("assistant", self._say("Done. Summary of what changed:", 3.0),
+                                       timestamp=round(self.now, 3)))
+
+    def _step(self, needle: Planted | None) -> None:
+        r = self.rng
+        n = 1 + (r.random() < self.cal.parallel_share) * r.choice((1, 1, 2))
+        calls = [self.out.call(c) for c in r.choices(CATEGORIES, self.mix, k=n)]
+        if needle is not None and needle.call is not None:
+            calls[0] = self._needle_call(needle)
+        lead = _lead(calls[0])
+        if needle is not None and needle.assistant is not None:
+            lead = f"{needle.assistant}\n\n{lead}"
+        uses = [ToolUse(f"toolu_{self.seed:04d}_{self.calls + k:05d}", c.tool, c.input) for k, c in enumerate(calls)]
+        self.calls += len(calls)
+        self.now += min(600.0, self.cal.step_seconds.sample(r))
+        ai = self._add(Message("assistant", (Text(self._say(lead)), *uses), timestamp=round(self.now, 3)))
+        self.now += min(300.0, r.lognormvariate(math.log(1.2), 1.0))
+        results = tuple(ToolResult(u.id, c.output, c.is_error) for u, c in zip(uses, calls, strict=True))
+        ri = self._add(Message("user", results, timestamp=round(self.now, 3)))
+        self.est += sum(len(c.output) / CHARS_PER_TOKEN[c.category] for c in calls)
+        if needle is not None:
+            where = next(w for p, w in self.planted if p is needle)
+            where[0] = ai if needle.kind in ("artifact", "decision") else ri
+
+    def _needle_call(self, p: Planted) -> Call:
+        assert p.call is not None
+        tool, args, tail = p.call
+        if tool == "bash":
+            run = self.out.test_run(self.out.size("bash"), tail=tail)
+            return replace(run, input=args, is_error=True)
+        if tool == "read_file":
+            return Call(tool, args, "\n".join(tx.numbered(iter(tail.splitlines()), 1, "→")), category="read")
+        return Call(tool, args, tail, category="write")
+
+    # -- checking -------------------------------------------------------------------------------
+    def _trace(self) -> Trace | None:
+        """The trace, or None when an answer occurs anywhere but where it was planted."""
+        texts = [render(m) for m in self.messages]
+        needles = []
+        for k, (p, (index, old_index)) in enumerate(self.planted):
+            where = {i for i, t in enumerate(texts) if p.answer in t}
+            allowed = {index, index + 1} if p.kind == "artifact" else {index}  # its own tool result echoes it
+            if index >= 0 and not ({index} <= where <= allowed) or index < 0 and where:
+                return None
+            if p.old_answer is not None and {i for i, t in enumerate(texts) if p.old_answer in t} != {old_index}:
+                return None
+            text = p.human or p.assistant or (f"write {p.answer}" if p.kind == "artifact" else
+                                              p.call[2] if p.call else "")
+            needles.append(Needle(f"{p.kind}-{k:02d}", p.kind, text,
+                                  p.question, p.answer, index, p.old_answer, p.reference))
+        spec = self.spec
+        return Trace(
+            id=f"synthetic/{spec.name}/seed{self.seed}", messages=tuple(self.messages), agent="synthetic",
+            model=None, source=f"synthetic:{spec.name}", needles=tuple(needles),
+            meta={"scenario": spec.name, "seed": self.seed, "description": spec.description,
+                  "target_tokens": spec.tokens, "tool_calls": self.calls, "project": self.project},
+        )
+
+
+def _lead(call: Call) -> str:
+    """The assistant's one-line intent for its first call."""
+    args = call.input
+    if call.tool == "bash":
+        return f"Running `{args['command']}` to check."
+    if "path" in args and call.tool != "grep":
+        verb = {"read_file": "Let me read", "edit_file": "I'll update", "write": "Creating"}[call.tool]
+        return f"{verb} {args['path']}."
+    if call.tool in ("grep", "glob"):
+        return f"Searching for `{args['pattern']}`."
+    if call.tool == "web_fetch":
+        return f"Checking the documentation at {args['url']}."
+    return "Updating the task list."
