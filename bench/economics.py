@@ -38,6 +38,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("trigger_ratio_p50", "ratio", None, "Median of the strategy's estimate / true tokens when it acted."),
 )
 KEYS = ["trace", "strategy"]
+COST_COLUMNS = ("calls", "input_tokens", "cache_read", "cache_write", "uncached", "cost", "cost_no_cache",
+                "summarizer_cost", "prefix_breaks", "rewritten_tokens", "lost_prefix_tokens", "cache_hit_rate",
+                "summarizer_share", "token_saving", "cost_saving", "cost_saving_no_cache", "false_economy")
 
 
 def cost_truth(calls: pd.DataFrame, *, baseline: str = BASELINE) -> pd.DataFrame:
@@ -47,6 +50,8 @@ def cost_truth(calls: pd.DataFrame, *, baseline: str = BASELINE) -> pd.DataFrame
     written again); ``lost_prefix_tokens`` is how much of the previous agent request's prompt
     that call failed to read back. Savings are relative to ``baseline`` on the same trace.
     """
+    if calls.empty:
+        return pd.DataFrame(columns=[*KEYS, *COST_COLUMNS])
     c = calls.sort_values([*KEYS, "call", "kind"]).copy()
     agent = c.kind == "agent"
     c["break_write"] = np.where(agent & c.prefix_break, c.cache_write, 0)

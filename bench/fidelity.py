@@ -39,7 +39,7 @@ COLUMNS = (
 )
 
 
-_PAUSE = "_recorded_usage_paused_until"
+_PAUSE, _COUNT = "_recorded_usage_paused_until", "_recorded_usage_compactions"
 
 
 def recorded_calls(trace: Trace) -> tuple[int, ...]:
@@ -68,8 +68,10 @@ class RecordedUsage(Strategy):
     inner: Strategy
     usages: tuple[Usage | None, ...] = field(default=())
     recorded_calls: tuple[int, ...] = ()
-    """Calls at which the recorded agent compacted. After a replayed compaction the recorded usage
-    describes a context we no longer hold, so driving pauses until the next recorded one."""
+    """Calls at which the recorded agent compacted. After the k-th replayed compaction (at call r)
+    the recorded usage describes a context we no longer hold until the recorded agent's own k-th
+    compaction (at call c) has been reported, so driving resumes at max(r, c) + 1 (never, after
+    a compaction the recorded agent did not make)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "estimator", self.inner.estimator)
@@ -82,8 +84,10 @@ class RecordedUsage(Strategy):
 
     def _after(self, outcome: Outcome | None, session: Any) -> Outcome | None:
         if outcome is not None and any(e.kind in COMPACTION_KINDS for e in outcome.events):
-            later = [c for c in self.recorded_calls if c > session.call_index]
-            session.state[_PAUSE] = later[0] if later else float("inf")
+            k = session.state.get(_COUNT, 0)
+            session.state[_COUNT] = k + 1
+            session.state[_PAUSE] = (max(session.call_index, self.recorded_calls[k]) + 1
+                                     if k < len(self.recorded_calls) else float("inf"))
         return outcome
 
     def on_tool_result(self, ctx: Context, session: Any) -> Outcome | None:

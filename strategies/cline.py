@@ -237,7 +237,7 @@ class ClineSdk(Strategy):
         else:
             max_input = 0.9 * model.context_window if model.context_window else 128_000
         trigger = self.trigger_fraction * max_input
-        pairs = sum(1 for a, b in zip(msgs, msgs[1:]) if a.role == "user" and b.role == "assistant")
+        pairs = sum(1 for a, b in zip(msgs, msgs[1:], strict=False) if a.role == "user" and b.role == "assistant")
         target = 0.5 * max_input if pairs >= 5 and model.max_output < max_input else 0.7 * trigger
         return trigger, min(target, trigger - 1)
 

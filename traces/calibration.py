@@ -273,7 +273,8 @@ def _cline(path: Path) -> Iterator[Call]:
                 names[b["id"]] = b["name"]
             elif b.get("type") == "tool_result" and b.get("tool_use_id") in names:
                 c = b.get("content")
-                yield Call("cline", category(names[b["tool_use_id"]]), len(c) if isinstance(c, str) else len(json.dumps(c)))
+                size = len(c) if isinstance(c, str) else len(json.dumps(c))
+                yield Call("cline", category(names[b["tool_use_id"]]), size)
 
 
 def observations(folder: Path) -> tuple[list[Call], Timing]:

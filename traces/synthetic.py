@@ -96,7 +96,7 @@ class _Session:
             due = [e for e in self.events if e[0] <= frac]
             self.events = [e for e in self.events if e not in due]
             texts = [self._task()] if first else []
-            for at, _, what, p in due:
+            for _, _, what, p in due:
                 if what == "turn":
                     texts.append(self._task())
                 elif what == "old":

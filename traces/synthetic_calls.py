@@ -118,11 +118,10 @@ class Outputs:
         if failing and tail is None and self.failure_at_tail:
             err = f"E   {tx.camel(r)}Error: {r.choice(tx.NOUNS)} {r.randint(0, 9999)} was not {r.choice(tx.VERBS)}d"
             tail = f"{err}\nFAILED {tests[0]}::test_{tx.snake(r)} - {err[4:]}\n1 failed, {r.randint(50, 900)} passed"
-        tail = tail or ""
         body = tx.fill(tx.pytest_head(self.project, r.randint(20, 2000)), tx.pytest_lines(r, self.project, tests),
-                       max(size - len(tail) - 1, 0))
+                       max(size - len(tail) - 1, 0) if tail else size)
         cmd = f"python -m pytest {r.choice(tests)} -q" if r.random() < 0.6 else "python -m pytest -q -x"
-        return Call("bash", {"command": cmd}, f"{body}\n{tail}" if tail else body[:size], failing, "bash")
+        return Call("bash", {"command": cmd}, f"{body}\n{tail}" if tail else body, failing, "bash")
 
     def _bash(self, size: int) -> Call:
         r = self.rng
@@ -134,9 +133,11 @@ class Outputs:
         if kind == "test":
             return self.test_run(size)
         if kind == "app":
-            cmd, lines = f"python -m {self.project}.cli {r.choice(tx.VERBS)} --{r.choice(tx.NOUNS)} {r.randint(1, 99)}", tx.log_lines(r, self.project)
+            cmd = f"python -m {self.project}.cli {r.choice(tx.VERBS)} --{r.choice(tx.NOUNS)} {r.randint(1, 99)}"
+            lines = tx.log_lines(r, self.project)
         elif kind == "build":
-            cmd, lines = r.choice(("pip install -e '.[dev]'", "make build", "cargo build --release")), tx.build_lines(r, self.project)
+            cmd = r.choice(("pip install -e '.[dev]'", "make build", "cargo build --release"))
+            lines = tx.build_lines(r, self.project)
         elif kind == "ls":
             cmd, lines = f"ls -la src/{self.project}/{r.choice(tx.NOUNS)}", tx.listing_lines(r)
         elif kind == "diff":
@@ -153,8 +154,8 @@ class Outputs:
         r = self.rng
         if r.random() < 0.6:
             pattern = tx.snake(r)
-            hits = iter(lambda: f"src/{self.project}/{r.choice(tx.NOUNS)}/{tx.snake(r)}.py:{r.randint(1, 900)}:"
-                                f"    {pattern}({r.choice(tx.NOUNS)}, {r.choice(tx.NOUNS)}_id={r.randint(0, 99)})", None)
+            hits = iter(lambda: f"src/{self.project}/{r.choice(tx.NOUNS)}/{tx.snake(r)}.py:{r.randint(1, 900)}:    "
+                                f"{pattern}({r.choice(tx.NOUNS)}, {r.choice(tx.NOUNS)}_id={r.randint(0, 99)})", None)
             return Call("grep", {"pattern": pattern, "path": "src/"}, tx.fill("", hits, size), category="search")
         paths = iter(lambda: f"{self.root}/src/{self.project}/{r.choice(tx.NOUNS)}/{tx.snake(r)}.py", None)
         return Call("glob", {"pattern": f"src/**/*{r.choice(tx.NOUNS)}*.py"}, tx.fill("", paths, size),

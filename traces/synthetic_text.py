@@ -47,8 +47,8 @@ def fill(head: str, lines: Iterator[str], size: int) -> str:
     parts, n = ([head] if head else []), len(head)
     while n < size:
         line = next(lines)
+        n += len(line) + (1 if parts else 0)
         parts.append(line)
-        n += len(line) + 1
     return "\n".join(parts)[:size]
 
 
@@ -68,7 +68,8 @@ def code_lines(rng: Random) -> Iterator[str]:
                 yield f"    {rng.choice(NOUNS)}_{rng.choice(NOUNS)}: {rng.choice(TYPES)} = {rng.randint(0, 512)}"
             continue
         yield ""
-        yield f"    def {snake(rng)}(self, {arg}: {rng.choice(TYPES)}, *, {noun}_id: int = {rng.randint(0, 99)}) -> {rng.choice(TYPES)}:"
+        yield (f"    def {snake(rng)}(self, {arg}: {rng.choice(TYPES)}, *, {noun}_id: int = {rng.randint(0, 99)})"
+               f" -> {rng.choice(TYPES)}:")
         yield f'        """{rng.choice(VERBS).capitalize()} the {noun} for ``{arg}``; see {snake(rng)}."""'
         yield f"        if {arg} is None:"
         yield f'            raise ValueError(f"{noun} {{{noun}_id}} needs a {arg}")'
@@ -114,7 +115,7 @@ def pytest_lines(rng: Random, project: str, tests: list[str]) -> Iterator[str]:
         outcome = rng.choices(("PASSED", "FAILED", "SKIPPED"), (0.9, 0.05, 0.05))[0]
         yield f"{test}::test_{snake(rng)}[{rng.choice(NOUNS)}-{rng.randint(0, 64)}] {outcome} [{done % 100:3d}%]"
         if outcome == "FAILED" or rng.random() < 0.04:
-            yield f"---------------------------- Captured log call -----------------------------"
+            yield "---------------------------- Captured log call -----------------------------"
             logs = log_lines(rng, project)
             yield from (next(logs) for _ in range(rng.randint(2, 12)))
 
@@ -128,20 +129,22 @@ def pytest_head(project: str, n_tests: int) -> str:
 
 def build_lines(rng: Random, project: str) -> Iterator[str]:
     while True:
+        a, b, v = rng.choice(NOUNS), rng.choice(NOUNS), f"{rng.randint(0, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 9)}"
         yield rng.choice((
-            f"  Compiling {project}-{rng.choice(NOUNS)} v0.{rng.randint(1, 30)}.{rng.randint(0, 9)}",
-            f"[{rng.randint(1, 400)}/{rng.randint(400, 900)}] Building CXX object src/{rng.choice(NOUNS)}/{snake(rng)}.cc.o",
-            f"warning: unused variable `{rng.choice(NOUNS)}_{rng.choice(NOUNS)}` --> src/{rng.choice(NOUNS)}.rs:{rng.randint(1, 600)}:{rng.randint(1, 80)}",
-            f"Collecting {rng.choice(NOUNS)}-{rng.choice(NOUNS)}>={rng.randint(0, 9)}.{rng.randint(0, 30)}",
-            f"  Downloading {rng.choice(NOUNS)}_{rng.choice(NOUNS)}-{rng.randint(0, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 9)}-py3-none-any.whl ({rng.randint(10, 900)} kB)",
+            f"  Compiling {project}-{a} v{v}",
+            f"[{rng.randint(1, 400)}/{rng.randint(400, 900)}] Building CXX object src/{a}/{snake(rng)}.cc.o",
+            f"warning: unused variable `{a}_{b}` --> src/{b}.rs:{rng.randint(1, 600)}:{rng.randint(1, 80)}",
+            f"Collecting {a}-{b}>={v}",
+            f"  Downloading {a}_{b}-{v}-py3-none-any.whl ({rng.randint(10, 900)} kB)",
         ))
 
 
 def listing_lines(rng: Random) -> Iterator[str]:
     while True:
         kind = rng.random() < 0.2
+        suffix = "" if kind else rng.choice((".py", ".toml", ".md", ".json"))
         yield (f"{'d' if kind else '-'}rw-r--r--  1 dev dev {rng.randint(96, 90_000):>6} Jan {rng.randint(1, 28):2d} "
-               f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} {snake(rng)}{'' if kind else rng.choice(('.py', '.toml', '.md', '.json'))}")
+               f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} {snake(rng)}{suffix}")
 
 
 def diff_lines(rng: Random, path: str) -> Iterator[str]:
@@ -166,8 +169,9 @@ def prose_lines(rng: Random) -> Iterator[str]:
 
 def _code_word(rng: Random) -> str:
     """Identifiers, paths and numbers that real prose about code is sprinkled with."""
-    return rng.choice((f"`{snake(rng)}()`", f"`{rng.choice(NOUNS)}.{rng.choice(NOUNS)}`", str(rng.randint(2, 500)),
-                       f"{rng.choice(NOUNS)}/{snake(rng)}.py", f"{rng.choice(NOUNS)},", f"{rng.choice(NOUNS)}-{rng.choice(NOUNS)}"))
+    a, b = rng.choice(NOUNS), rng.choice(NOUNS)
+    return rng.choice((f"`{snake(rng)}()`", f"`{a}.{b}`", str(rng.randint(2, 500)), f"{a}/{snake(rng)}.py", f"{a},",
+                       f"{a}-{b}"))
 
 
 def system_prompt(rng: Random, project: str, tools: dict[str, dict[str, str]]) -> str:

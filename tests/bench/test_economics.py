@@ -98,3 +98,9 @@ def test_trigger_gaps_and_hidden_overflows():
     row = estimator_vs_truth(events, calls, window=200).set_index("strategy").loc["s"]
     assert row.triggers == 2 and row.late_triggers == 1 and row.hidden_overflows == 1
     assert row.call_ratio_p50 == pytest.approx(0.8)  # median of 80/100, 150/195, 240/250
+
+
+def test_an_empty_ledger_gives_an_empty_table_with_the_columns():
+    calls, _ = frames([])
+    out = cost_truth(calls)
+    assert out.empty and {"cost", "false_economy", "rewritten_tokens"} <= set(out.columns)

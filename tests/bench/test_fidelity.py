@@ -38,10 +38,11 @@ class UsageTrigger(Strategy):
 
     name = "usage-trigger"
     threshold: int = 8_000
+    once: bool = True
 
     def before_call(self, ctx, session):
         u = session.last_usage
-        if session.state.get("done") or u is None or u.prompt_tokens + u.output_tokens < self.threshold:
+        if (self.once and session.state.get("done")) or u is None or u.prompt_tokens + u.output_tokens < self.threshold:
             return None
         session.state["done"] = True
         m = ctx.messages
@@ -82,6 +83,13 @@ def test_an_earlier_threshold_shows_as_a_negative_call_delta():
     assert row["post_ratio"] == pytest.approx(expected_post / row["recorded_post_tokens"])
 
 
+def test_driving_pauses_after_an_early_compaction_until_the_recorded_one_is_past():
+    # fires before call 2; call 2's recorded usage (9,100) predates the recorded agent's own
+    # compaction at call 3, and describes a context the replay no longer holds: not fed again
+    (row,), _ = fidelity(UsageTrigger(threshold=4_000, once=False))
+    assert row["replayed_call"] == 2 and row["replayed_compactions"] == 1
+
+
 def test_without_recorded_usage_the_tiny_simulated_prompts_never_fire():
     (row,), _ = fidelity(UsageTrigger(), driven=False)
     assert row["replayed_call"] is None and row["call_delta"] is None and row["replayed_compactions"] == 0
@@ -110,3 +118,15 @@ def test_claude_code_against_its_recorded_compactions(shared_traces):
     assert all(r["replayed_call"] is not None and abs(r["call_delta"]) <= 1 for r in auto)
     # the provider's post-compaction prompt holds the system prompt and tools a trace does not carry
     assert all(r["recorded_post_usage"] > r["recorded_post_tokens"] for r in rows)
+
+
+def test_check_trace_needs_the_agents_matching_strategy():
+    from dataclasses import replace as dc_replace
+
+    from bench.fidelity import check_trace
+
+    config = ReplayConfig(profile("claude-sonnet-4-5"))
+    assert check_trace(TRACE, config) == []  # agent "unknown": nothing to compare with
+    (row,) = check_trace(dc_replace(TRACE, agent="claude-code"), config)
+    assert row["strategy"] == "claude-code" and row["recorded_call"] == 3
+    assert row["replayed_call"] is None  # 9,100 tokens is far below Claude Code's 167K trigger

@@ -15,8 +15,16 @@ from bench.pricing import profile
 from bench.replay import ReplayConfig, replay
 from bench.session import Session
 from bench.summarizers.extractive import ExtractiveSummarizer
-from strategies.cline import (CONTINUE_NOTICE, READ_NOTICE, RESULT_MISSING, TRUNCATION_NOTICE, Cline, ClineSdk,
-                              max_allowed_size, removal_count)
+from strategies.cline import (
+    CONTINUE_NOTICE,
+    READ_NOTICE,
+    RESULT_MISSING,
+    TRUNCATION_NOTICE,
+    Cline,
+    ClineSdk,
+    max_allowed_size,
+    removal_count,
+)
 from traces.model import Message, ToolResult, ToolUse, Trace, Usage, orphans
 
 SONNET = profile("claude-sonnet-4-5")
@@ -81,19 +89,13 @@ def test_trigger_uses_the_previous_usage_and_picks_quarter_when_twice_over(count
 
 
 def reads(contents: list[tuple[str, str]]) -> list[Message]:
-    msgs = [SYSTEM, Message.text_message("user", "task"), Message.text_message("assistant", "ok")]
+    """The first pair, then one read_file call per (path, content) with its result."""
+    msgs = [SYSTEM, Message.text_message("user", "task"), Message.text_message("assistant", "ok"),
+            Message.text_message("user", "go")]
     for k, (path, content) in enumerate(contents):
-        msgs += [Message("user", (ToolResult(f"r{k - 1}", "done"),)) if k else Message.text_message("user", "go"),
-                 Message("assistant", (ToolUse(f"r{k}", "read_file", {"path": path}),))]
-    msgs.append(Message("user", (ToolResult(f"r{len(contents) - 1}", "done"),)))
-    # put the file contents in the results (each result answers the call before it)
-    out, k = [], 0
-    for m in msgs:
-        if m.tool_results:
-            m = Message("user", (ToolResult(m.tool_results[0].tool_use_id, contents[k][1]),))
-            k += 1
-        out.append(m)
-    return out
+        msgs += [Message("assistant", (ToolUse(f"r{k}", "read_file", {"path": path}),)),
+                 Message("user", (ToolResult(f"r{k}", content),))]
+    return msgs
 
 
 def test_dedup_keeps_the_newest_read_and_stops_when_it_saves_30_percent(counter):

@@ -16,8 +16,8 @@ from bench.replay import ReplayConfig, replay
 from bench.session import Session
 from bench.summarizers import Summary, SummaryRequest
 from bench.summarizers.extractive import ExtractiveSummarizer
-from strategies.opencode import (CONTINUE_2026, CONTINUE_CLASSIC, PRUNED, QUESTION, TAIL_HEADINGS, OpenCode)
-from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans
+from strategies.opencode import CONTINUE_2026, CONTINUE_CLASSIC, PRUNED, QUESTION, TAIL_HEADINGS, OpenCode
+from traces.model import Message, ToolResult, ToolUse, Trace, Usage, orphans
 
 SONNET = profile("claude-sonnet-4-5")  # 200K window, 64K max output
 TINY = replace(SONNET, id="tiny-16k", context_window=16_000, max_output=2_000)

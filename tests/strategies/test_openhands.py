@@ -1,0 +1,135 @@
+"""OpenHands condensers, one event = one message (system 0, task 1, then action/observation pairs)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+import strategies
+from bench.context import Meter
+from bench.pricing import profile
+from bench.replay import ReplayConfig, replay
+from bench.session import Session
+from bench.summarizers.extractive import ExtractiveSummarizer
+from bench.tokens import TokenCounter
+from strategies.openhands import MASKED, AmortizedForgetting, LLMSummarizing, ObservationMasking, RecentEvents
+from traces.model import Message, ToolResult, ToolUse, Trace, orphans
+
+MODEL = replace(profile("claude-sonnet-4-5"), id="small", context_window=100_000, max_output=2_000)
+
+
+def pairs(n: int, start: int = 0, size: int = 20) -> list[Message]:
+    out = []
+    for i in range(start, start + n):
+        out.append(Message("assistant", (ToolUse(f"c{i}", "bash", {"command": f"run {i}"}),)))
+        out.append(Message("user", (ToolResult(f"c{i}", f"output {i} " * size),)))
+    return out
+
+
+def history(n_pairs: int, *extra: Message) -> tuple[Message, ...]:
+    return (Message.text_message("system", "sys"), Message.text_message("user", "Task: fix bug 12"),
+            *pairs(n_pairs), *extra)
+
+
+def run(strategy, msgs, counter, hook="before_call"):
+    meter = Meter(counter, strategy.estimator)
+    session = Session(MODEL, meter, ExtractiveSummarizer())
+    ctx = meter.context(msgs)
+    out = getattr(strategy, hook)(ctx, session)
+    return ctx, session, out
+
+
+def test_defaults_follow_the_spec_config_not_the_constructors():
+    assert (LLMSummarizing().max_size, LLMSummarizing().keep_first) == (240, 2)  # V1 SDK
+    v0 = strategies.build("openhands:v0")
+    assert (v0.generation, v0.max_size, v0.keep_first) == ("v0", 120, 4)  # V0 server pipeline
+    assert ObservationMasking().attention_window == 100  # constructor: 5
+    assert RecentEvents().max_events == 100 and RecentEvents().keep_first == 1  # constructor: 10
+    assert AmortizedForgetting().keep_first == 1 and AmortizedForgetting().max_size == 100  # constructor: 0
+    with pytest.raises(ValueError):
+        LLMSummarizing(max_size=10, keep_first=4)
+
+
+def test_v1_condenses_past_max_size_keeping_head_and_a_snapped_tail(counter):
+    msgs = history(120)  # 242 events > 240: suffix = 240 // 2 - 2 - 1 = 117
+    assert run(LLMSummarizing(), msgs[:240], counter)[2] is None
+    ctx, _, out = run(LLMSummarizing(), msgs, counter)
+    new = out.context.messages
+    # forgetting end 242 - 117 = 125 is an observation: snapped forward to 126 -> 116 events kept
+    assert new[:2] == msgs[:2] and new[2].meta.get("summary") and new[2].role == "user"
+    assert new[3:] == msgs[126:] and len(new) == 2 + 1 + 116
+    assert orphans(new) == (set(), set())
+
+
+def test_v1_small_max_size(counter):
+    msgs = history(10)  # 22 events > 20: suffix 20 // 2 - 2 - 1 = 7, end 15 -> 16
+    _, _, out = run(LLMSummarizing(max_size=20), msgs, counter)
+    assert out.context.messages[3:] == msgs[16:] and len(out.context) == 9
+
+
+def test_v1_token_reason_keeps_the_suffix_after_the_big_event(counter):
+    big = pairs(1, 0, size=4000)  # one observation of ~8,000 tokens
+    msgs = (*history(0), *big, *pairs(4, 1))
+    ctx, _, out = run(LLMSummarizing(max_tokens=6_000), msgs, counter)
+    assert ctx.truth > 6_000 and len(ctx) < 240
+    # tokens to free = total - 3,000: the shortest prefix over that ends with the big observation
+    assert out.context.messages[3:] == msgs[4:]
+    assert out.context.truth < 3_000
+
+
+def test_v1_request_on_overflow_halves_the_view(counter):
+    msgs = history(10)  # 22 events: request suffix 22 // 2 - 2 - 1 = 8, end 14 (an action)
+    _, _, out = run(LLMSummarizing(), msgs, counter, hook="on_overflow")
+    assert out.context.messages[3:] == msgs[14:] and len(out.context) == 11
+
+
+def test_v0_rebuilt_view_is_head_summary_and_55(counter):
+    msgs = history(60, Message.text_message("user", "also update the docs"))  # 123 events > 120
+    _, _, out = run(strategies.build("openhands:v0"), msgs, counter)
+    new = out.context.messages
+    assert new[:4] == msgs[:4] and new[4].meta.get("summary")
+    assert new[5:] == msgs[-55:] and len(new) == 4 + 1 + 55  # spec: 120 / 4 -> 60
+
+
+def test_observation_masking_masks_outside_the_window_and_drops_their_actions(counter):
+    msgs = history(5)  # 12 events, window 4: observations at 3, 5, 7 (< 8) are masked
+    s = ObservationMasking(attention_window=4)
+    ctx, session, out = run(s, msgs, counter)
+    sent = s.project(ctx, session).messages
+    assert out.context is ctx and [e.kind for e in out.events] == ["mask"]
+    assert [m.text for m in sent[2:5]] == [MASKED] * 3 and all(m.role == "user" for m in sent[2:5])
+    assert sent[:2] == msgs[:2] and sent[5:] == msgs[8:]  # the masked observations' actions are gone
+    assert orphans(sent) == (set(), set())
+
+
+def test_recent_events_keeps_head_and_tail_and_restores_the_task(counter):
+    msgs = history(5)  # head [system], tail = the last 5 events (7..11); 7 is an orphan observation
+    s = RecentEvents(max_events=6)
+    ctx, session, _ = run(s, msgs, counter)
+    sent = s.project(ctx, session).messages
+    assert sent == (msgs[0], msgs[1], *msgs[8:])
+    assert ctx.messages == msgs
+
+
+def test_amortized_forgetting_forgets_down_to_half(counter):
+    msgs = history(5)  # 12 > 10: keep view[:1] + the last 10 // 2 - 1 = 4 events (+ the task)
+    _, _, out = run(AmortizedForgetting(max_size=10), msgs, counter)
+    assert out.context.messages == (msgs[0], msgs[1], *msgs[8:])
+    assert [e.kind for e in out.events] == ["drop"]
+    assert run(AmortizedForgetting(max_size=12), msgs, counter)[2] is None
+
+
+@pytest.mark.parametrize("name", ["openhands@max_size=20", "openhands:v0@max_size=20,keep_first=2",
+                                  "openhands:masking@attention_window=6", "openhands:recent@max_events=10",
+                                  "openhands:amortized@max_size=12", "openhands"])
+def test_replay_end_to_end(name):
+    trace = Trace("t", (*history(30), Message.text_message("assistant", "done")))
+    finals = []
+    result = replay(trace, strategies.build(name), ReplayConfig(MODEL), counter=TokenCounter(),
+                    observers=(lambda moment, call, ctx: finals.append(ctx) or [],))
+    assert len([c for c in result.calls if c.kind == "agent"]) == 31 and result.failed is None
+    assert orphans(finals[-1].messages) == (set(), set())
+    if name != "openhands":
+        assert result.events
+        assert max(c.prompt_tokens for c in result.calls) < sum(TokenCounter().truth(m) for m in trace.messages)

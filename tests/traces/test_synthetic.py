@@ -1,0 +1,142 @@
+"""The synthetic generator: deterministic, well formed, the sizes the scenarios promise, needles in place."""
+
+from __future__ import annotations
+
+import itertools
+from functools import cache
+
+import pytest
+
+from bench.tokens import render
+from traces import native
+from traces.model import Trace, orphans
+from traces.scenarios import DEFAULT_BENCH, SCENARIOS, resolve
+from traces.synthetic import generate
+
+# huge is opt-in and slow: its shape is checked at a reduced size
+SMALL = {name: (name if SCENARIOS[name].tokens <= 500_000 else f"{name}@tokens=120000") for name in SCENARIOS}
+
+
+@cache
+def trace_of(scenario: str, seed: int = 0) -> Trace:
+    return generate(scenario, seed)
+
+
+def test_same_seed_same_trace_other_seed_other_trace():
+    assert native.dumps(generate("short", 0)) == native.dumps(trace_of("short", 0))
+    assert native.dumps(generate("short", 1)) != native.dumps(trace_of("short", 0))
+    assert trace_of("short", 0).id == "synthetic/short/seed0"
+
+
+def test_native_round_trip_keeps_needles():
+    t = trace_of("short")
+    back = native.loads(native.dumps(t))
+    assert back.needles == t.needles and back.messages == t.messages
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_scenario_is_well_formed(name):
+    t = trace_of(SMALL[name])
+    ms = t.messages
+    assert ms[0].role == "system" and all(m.role != "system" for m in ms[1:])
+    assert len(ms[0].text) > 8_000  # a real-size system prompt (2-4K tokens)
+    assert orphans(ms) == (set(), set())
+    assert ms[1].is_human_turn and ms[-1].role == "assistant" and not ms[-1].tool_uses
+    ids = [u.id for m in ms for u in m.tool_uses]
+    assert len(ids) == len(set(ids))
+    for prev, m in itertools.pairwise(ms[1:]):
+        assert not (prev.role == m.role == "assistant")
+        if prev.tool_uses:  # every call is answered by the very next message, in order
+            assert m.is_tool_result and [r.tool_use_id for r in m.tool_results] == [u.id for u in prev.tool_uses]
+        if m.is_tool_result:
+            assert prev.role == "assistant" and prev.tool_uses
+    stamps = [m.timestamp for m in ms]
+    assert all(a <= b for a, b in itertools.pairwise(stamps))
+    assert {u.name for m in ms for u in m.tool_uses} <= {"read_file", "edit_file", "write", "bash", "grep",
+                                                          "glob", "web_fetch", "todo_write"}
+
+
+def test_long_crosses_a_200k_window_several_times_and_short_stays_small(counter):
+    long, short = trace_of("long"), trace_of("short")
+    cumulative = list(itertools.accumulate(counter.counts(long.messages)))
+    crossings = sum(1 for k in (200_000, 400_000, 600_000) if cumulative[-1] >= k)
+    assert crossings == 3 and cumulative[-1] < 1_100_000
+    assert 200 <= long.n_tool_calls <= 800
+    assert sum(counter.counts(short.messages)) < 50_000
+
+
+def test_sizes_are_a_parameter_away(counter):
+    t = generate("long@tokens=30000", seed=3)
+    assert t.id == "synthetic/long@tokens=30000/seed3"
+    assert 25_000 < sum(counter.counts(t.messages)) < 60_000
+    with pytest.raises(ValueError, match="unknown scenario"):
+        resolve("nope")
+    with pytest.raises(ValueError, match="cannot be set"):
+        resolve("long@needles=3")
+
+
+def test_chars_over_4_undercounts_like_real_sessions(counter):
+    """Real Claude Code tool output: chars/4 is 0.79-1.07 of cl100k by category (calibration docstring)."""
+    t = trace_of("long")
+    ratio = sum(len(render(m)) for m in t.messages) / 4 / sum(counter.counts(t.messages))
+    assert 0.7 < ratio < 0.95
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_needles_are_where_they_were_planted_and_nowhere_earlier(name):
+    t = trace_of(SMALL[name])
+    texts = [render(m) for m in t.messages]
+    assert [n.kind for n in t.needles] == [p.kind for p in resolve(SMALL[name]).needles]
+    for n in t.needles:
+        if n.kind == "control":
+            assert n.message_index == -1 and not any(n.answer in x for x in texts)
+            continue
+        assert n.answer in texts[n.message_index], n
+        assert not any(n.answer in x for x in texts[:n.message_index]), n
+        if n.old_answer is not None:
+            assert any(n.old_answer in x for x in texts[:n.message_index])
+            assert not any(n.old_answer in x for x in texts[n.message_index:])
+        if n.reference is not None:  # a path or command that would recover it is in the call
+            assert n.reference in texts[n.message_index] or n.reference in texts[n.message_index - 1]
+
+
+def test_long_has_every_needle_kind_at_its_planned_depth(counter):
+    t = trace_of("long")
+    assert {n.kind for n in t.needles} == {"fact", "error", "artifact", "constraint", "decision", "update", "control"}
+    cumulative = list(itertools.accumulate(counter.counts(t.messages)))
+    for plan, n in zip(SCENARIOS["long"].needles, t.needles, strict=True):
+        if n.kind != "control":
+            depth = cumulative[n.message_index - 1] / cumulative[-1]
+            assert abs(depth - plan.at) < 0.08, (n.kind, plan.at, depth)
+
+
+def test_error_needle_is_the_tail_of_a_failing_test_run():
+    t = trace_of("logs")
+    for n in (n for n in t.needles if n.kind == "error"):
+        (result,) = t.messages[n.message_index].tool_results
+        assert result.is_error and n.answer in result.content[-300:]
+
+
+def test_reads_scenario_reads_the_same_files_again():
+    t = trace_of("reads")
+    reads = [(u.input["path"], r.content) for m, nxt in itertools.pairwise(t.messages)
+             for u, r in zip(m.tool_uses, nxt.tool_results, strict=False) if u.name == "read_file"]
+    paths = [p for p, _ in reads]
+    assert len(paths) - len(set(paths)) >= 20
+    first = {}
+    for p, content in reads:  # an unchanged file reads the same; most re-reads are unchanged
+        first.setdefault(p, content)
+    assert sum(first[p] == c for p, c in reads) > len(set(paths))
+
+
+def test_multitask_changes_direction():
+    t = trace_of("multitask")
+    humans = [m.text for m in t.messages if m.is_human_turn]
+    assert sum("New priority" in h for h in humans) >= 2
+    assert sum(n.kind == "update" for n in t.needles) == 2
+
+
+def test_default_bench_is_moderate():
+    assert set(DEFAULT_BENCH) <= set(SCENARIOS) and "huge" not in DEFAULT_BENCH
+    assert sum(SCENARIOS[s].tokens for s in DEFAULT_BENCH) < 2_200_000
+    assert 1_800_000 <= SCENARIOS["huge"].tokens <= 2_200_000 and SCENARIOS["tiny"].tokens == 10_000
