@@ -59,7 +59,9 @@ def middle_out(messages: tuple[Message, ...], percent: int) -> tuple[Message, ..
 
 
 def text_only(m: Message) -> bool:
-    return any(isinstance(b, Text) for b in m.blocks) and not any(isinstance(b, (ToolUse, ToolResult)) for b in m.blocks)
+    """Goose's ``has_text_only``: some text and no tool request or response."""
+    blocks = m.blocks
+    return any(isinstance(b, Text) for b in blocks) and not any(isinstance(b, (ToolUse, ToolResult)) for b in blocks)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -83,7 +83,8 @@ class LastNObservations(Strategy):
                 continue
             cached = memo.get(id(m))
             if cached is None or cached[0] is not m or cached[1] != mine:
-                cached = (m, mine, rewrite_results(m, lambda r: elided(r.content) if r.tool_use_id in mine else None))
+                masked = rewrite_results(m, lambda r, mine=mine: elided(r.content) if r.tool_use_id in mine else None)
+                cached = (m, mine, masked)
                 memo[id(m)] = cached
             out.append(cached[2])
         return ctx.replace(out), ids

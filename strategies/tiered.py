@@ -10,13 +10,19 @@ tools (plans, todo lists, memory) are never replaced and survive a summary verba
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bench.context import Context
 from strategies._tools import (
-    PATH_KEYS, file_path, is_read_only, quote_latest_human, rewrite_results, rewrite_uses, safe_cut, text_user,
+    PATH_KEYS,
+    file_path,
+    is_read_only,
+    quote_latest_human,
+    rewrite_results,
+    rewrite_uses,
+    safe_cut,
+    text_user,
     tool_inputs,
 )
 from strategies.base import Event, Outcome, Strategy, event
@@ -80,7 +86,9 @@ class TieredPlaceholders(Strategy):
     min_input_chars: int = 400
     tail_messages: int = 6
     summary_max_tokens: int = 8_192
-    essential_tools: tuple[str, ...] = ("todo_write", "TodoWrite", "todowrite", "update_plan", "memory", "skill", "think")
+    essential_tools: tuple[str, ...] = (
+        "todo_write", "TodoWrite", "todowrite", "update_plan", "memory", "skill", "think",
+    )
 
     def _protected(self, ctx: Context) -> set[str]:
         uses = [b for m in ctx.messages for b in m.blocks if isinstance(b, ToolUse)]
@@ -91,7 +99,8 @@ class TieredPlaceholders(Strategy):
         calls, keep = tool_inputs(ctx.messages), self._protected(ctx)
 
         def clear(r: ToolResult) -> str | None:
-            if r.tool_use_id in keep or r.content.startswith(CLEARED) or round(len(r.content) / 4) < self.min_output_tokens:
+            small = round(len(r.content) / 4) < self.min_output_tokens
+            if r.tool_use_id in keep or r.content.startswith(CLEARED) or small:
                 return None
             return placeholder(calls.get(r.tool_use_id), r.content)
 

@@ -118,9 +118,9 @@ def test_hybrid_summarizes_unmasked_turns_and_masks_what_is_sent(counter):
 
 def test_replays_end_to_end_without_orphans():
     for name, turns, summaries in (("observation-masking", 20, 0), ("llm-summary", 45, 1), ("hybrid", 60, 1)):
-        finals = []
+        finals: list = []
         result = replay(trace(turns), strategies.build(name), ReplayConfig(MODEL), counter=TokenCounter(),
-                        observers=(lambda moment, call, ctx: finals.append(ctx) or [],))
+                        observers=(lambda moment, call, ctx, finals=finals: finals.append(ctx) or [],))
         assert len([c for c in result.calls if c.kind == "agent"]) == turns + 1, name
         assert len(result.summaries) == summaries, name
         assert orphans(finals[-1].messages) == (set(), set()), name

@@ -42,8 +42,9 @@ def results(out) -> dict[str, str]:
     return {b.tool_use_id: b.content for m in out.context.messages for b in m.tool_results}
 
 
-MIXED = context(pair(0, "read_file", BODY), pair(1, "todo_write", BODY, todos="a"), pair(2, "bash", BODY, command="make"),
-                pair(3, "read_file", "short"), pair(4, "read_file", BODY), pair(5, "read_file", BODY))
+MIXED = context(pair(0, "read_file", BODY), pair(1, "todo_write", BODY, todos="a"),
+                pair(2, "bash", BODY, command="make"), pair(3, "read_file", "short"),
+                pair(4, "read_file", BODY), pair(5, "read_file", BODY))
 
 
 def test_below_60_percent_nothing_happens(counter):
@@ -65,10 +66,12 @@ def test_tier_1_at_60_percent_leaves_recent_and_essential_outputs(counter):
 
 def test_placeholder_for_a_write_points_at_the_file():
     use = ToolUse("w", "write_file", {"path": "/src/a.py", "content": "x"})
-    assert placeholder(use, "ok\n") == f"{CLEARED} Output of `write_file` (1 lines, ~1 tokens) removed. To see it again, read /src/a.py to see its current state."
+    assert placeholder(use, "ok\n") == (f"{CLEARED} Output of `write_file` (1 lines, ~1 tokens) removed. "
+                                        "To see it again, read /src/a.py to see its current state.")
 
 
-THINKING = context(pair(0, "read_file", BODY, think="t" * 12_000), pair(1, "edit_file", "ok", path="/src/f1.py", content="y" * 8_000),
+THINKING = context(pair(0, "read_file", BODY, think="t" * 12_000),
+                   pair(1, "edit_file", "ok", path="/src/f1.py", content="y" * 8_000),
                    pair(2, "read_file", "short"), pair(3, "read_file", "short"), pair(4, "read_file", BODY))
 
 
@@ -79,7 +82,8 @@ def test_tier_1_5_at_70_percent_clears_old_reasoning_and_inputs(counter):
     assert [e.detail.split(":")[0] for e in out.events] == ["tier 1", "tier 1.5"]
     msgs = out.context.messages
     assert not any(isinstance(b, Thinking) for b in msgs[2].blocks)
-    assert msgs[4].tool_uses[0].input == {"path": "/src/f1.py", "cleared": f"{CLEARED} input of 8037 chars removed"}  # 8,000 + 37 chars of JSON
+    cleared = f"{CLEARED} input of 8037 chars removed"  # 8,000 + 37 chars of JSON
+    assert msgs[4].tool_uses[0].input == {"path": "/src/f1.py", "cleared": cleared}
     assert orphans(msgs) == (set(), set())
 
 
