@@ -52,7 +52,7 @@ class ExtractiveSummarizer:
 
     def summarize(self, request: SummaryRequest) -> Summary:
         msgs = request.messages
-        humans = [m.text for m in msgs if m.is_human_turn and m.text.strip()]
+        humans = user_requests(msgs)
         last_assistant = next((m.text for m in reversed(msgs) if m.role == "assistant" and m.text.strip()), "")
         # The latest request goes in whole (up to the budget): an agent that loses it cannot go on.
         latest = [" ".join(humans[-1].split())] if len(humans) > 1 else []
@@ -76,6 +76,28 @@ class ExtractiveSummarizer:
                 out.append(line)
                 used += len(line) + 1
         return Summary(text="\n".join(out), input_tokens=0, output_tokens=0, model=self.name)
+
+
+SECTION_REQUEST = re.compile(r"^## (?:Task|Latest request)\n- (.+)$", re.M)
+QUOTED_REQUEST = re.compile(r"The user's latest message:\n(.+)\Z", re.S)
+
+
+def user_requests(messages: tuple[Message, ...]) -> list[str]:
+    """The user's requests in order: human turns, and those an earlier summary carried forward.
+
+    A summary replaces the messages it covers; what it quoted of the user's requests (our own
+    "## Task" / "## Latest request" sections, or a strategy's "The user's latest message:")
+    is carried into the next summary, as real summary prompts ask ("all user messages",
+    "carry forward what is still open").
+    """
+    out: list[str] = []
+    for m in messages:
+        if m.meta.get("summary"):
+            out += [x.strip() for x in SECTION_REQUEST.findall(m.text)]
+            out += [x.strip() for x in QUOTED_REQUEST.findall(m.text)]
+        elif m.is_human_turn and m.text.strip():
+            out.append(m.text)
+    return [x for x in out if x]
 
 
 def _clip(text: str, limit: int) -> str:

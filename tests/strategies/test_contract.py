@@ -124,7 +124,7 @@ class Checked:
         if not in_flight:
             assert not uses_without_result, f"{where} (call {call}): tool calls without their result"
             human = self.humans_by_step[call]
-            assert any(m is human or human.text in render(m) for m in msgs), (
+            assert any(m is human for m in msgs) or any(human.text in render(m) for m in msgs), (
                 f"{where} (call {call}): the latest human turn is gone")
 
 
@@ -143,6 +143,24 @@ def check_strategy(name: str, trace: Trace) -> None:
     assert first.failed == second.failed
 
 
+# Count- and size-triggered defaults rarely fire on short random traces: these variants scale the
+# thresholds down so the summarize / handoff / clear paths are exercised by the contract too.
+SCALED_DOWN = (
+    "opencode:tail@prune=True",
+    "llm-summary@n=4,keep_last_m_turns=2",
+    "hybrid@n=5,keep_last_m_turns=2,window=2",
+    "openhands@max_size=12,keep_first=2",
+    "openhands:v0@max_size=12",
+    "openhands:recent@max_events=8",
+    "openhands:amortized@max_size=10",
+    "openhands:masking@attention_window=3",
+    "amp@threshold=6000",
+    "amp:handoff@threshold=6000",
+    "anthropic-clear-tool-uses@trigger=5000,clear_at_least=1000,clear_tool_inputs=True",
+    "baseagent@context_limit=0,prune_protect=2000,prune_minimum=1000",
+)
+
+
 @pytest.mark.parametrize("name", strategies.names())
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(trace=traces())
@@ -150,8 +168,15 @@ def test_contract(name: str, trace: Trace) -> None:
     check_strategy(name, trace)
 
 
+@pytest.mark.parametrize("name", SCALED_DOWN)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(trace=traces())
+def test_contract_scaled_down(name: str, trace: Trace) -> None:
+    check_strategy(name, trace)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", strategies.names())
+@pytest.mark.parametrize("name", [*strategies.names(), *SCALED_DOWN])
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(trace=traces())
 def test_contract_long(name: str, trace: Trace) -> None:
