@@ -104,7 +104,7 @@ def replay(
         new = outcome.context
         if any(e.kind in COMPACTION_KINDS for e in outcome.events):
             for observe in observers:
-                result.probes.extend(observe("compaction", session.call_index, new))
+                result.probes.extend({"strategy": label, **row} for row in observe("compaction", session.call_index, new))
         return new
 
     ctx = meter.context(())
@@ -149,7 +149,8 @@ def replay(
         )
         ctx = ctx.append(answer)
     for observe in observers:
-        result.probes.extend(observe("end", session.call_index, strategy.project(ctx, session)))
+        rows = observe("end", session.call_index, strategy.project(ctx, session))
+        result.probes.extend({"strategy": label, **row} for row in rows)
     return result
 
 
