@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def _run(args: argparse.Namespace) -> int:
-    from bench.runner import RunConfig, format_summary, run
+    from bench.runner import RunConfig, format_fidelity, format_summary, run
 
     config = RunConfig(
         traces=tuple(args.traces or ()),
@@ -29,6 +29,10 @@ def _run(args: argparse.Namespace) -> int:
     )
     output = run(config, progress=not args.quiet)
     print(format_summary(output.summary))
+    fidelity = format_fidelity(output.table)
+    if fidelity:
+        print("\nFidelity: the matching strategy, driven by the recorded usage, vs the real agent's first compaction")
+        print(fidelity)
     print(f"\n{len(output.results)} tasks ({output.resumed} resumed) → {output.run_dir}/")
     if not args.no_report:
         try:

@@ -47,6 +47,21 @@ METRICS: tuple[Metric, ...] = (
     Metric("prefix_breaks", "calls", True,
            "Agent calls that re-used less of the cached prefix than the previous request had written."),
     Metric("summarizer_cost_share", "fraction", True, "Share of `cost` spent on summarizer calls."),
+    Metric("retention", "fraction", False,
+           "Share of needles (planted, or derived from a real trace) whose answer is verbatim in the last "
+           "request sent; never-stated control needles excluded."),
+    Metric("cliff_round", "round", False,
+           "First compaction round after which retention fell below 50% (empty: it never did)."),
+    Metric("false_positive_rate", "fraction", True,
+           "Share of never-stated control needles found in the context anyway (should be 0)."),
+    Metric("estimate_ratio", "ratio", None,
+           "Median of the strategy's own token estimate over the truth when it acted; under 1 it under-counts "
+           "and fires later than it believes."),
+    Metric("hidden_overflows", "calls", True,
+           "Agent calls the strategy's estimate said fit the window while the truth did not."),
+    Metric("fidelity_call_delta", "calls", None,
+           "For a real trace with a recorded compaction and the matching strategy, driven by the recorded usage: "
+           "replayed minus recorded call of the first compaction (0 = fired where the real agent did)."),
     Metric("false_economy", "flag", True,
            "Bills fewer input tokens than `none` on the same trace but costs more dollars "
            "(the prompt cache was broken)."),
@@ -66,8 +81,36 @@ def frames(results: Iterable[TaskResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
     return calls, events
 
 
-def results_table(results: Iterable[TaskResult]) -> pd.DataFrame:
-    """One row per (trace, strategy) with every metric in METRICS."""
+FIDELITY_COLUMNS = ("recorded_call", "replayed_call", "call_delta", "recorded_pre_tokens", "replayed_pre_tokens",
+                    "recorded_post_tokens", "replayed_post_tokens")
+
+
+def _scores(r: TaskResult, agent: pd.DataFrame, events: pd.DataFrame, window: int | None) -> dict[str, object]:
+    """Retention, estimator and fidelity columns of one task (empty values where they do not apply)."""
+    from bench.probes import cliff_rounds, false_positive_rate, retention
+
+    out: dict[str, object] = {"retention": np.nan, "cliff_round": pd.NA, "false_positive_rate": np.nan}
+    probes = pd.DataFrame(r.probes)
+    if not probes.empty:
+        ret = retention(probes)
+        out["retention"] = float(ret.retention.iloc[0]) if len(ret) else np.nan
+        cliff = cliff_rounds(probes)
+        out["cliff_round"] = cliff.cliff_round.iloc[0] if len(cliff) else pd.NA
+        fpr = false_positive_rate(probes)
+        out["false_positive_rate"] = float(fpr.false_positive_rate.iloc[0]) if len(fpr) else np.nan
+    acted = events[events.tokens_before > 0] if len(events) else events
+    out["estimate_ratio"] = float((acted.estimate_before / acted.tokens_before).median()) if len(acted) else np.nan
+    out["hidden_overflows"] = int(((agent.estimate_tokens + agent.output_tokens <= window)
+                                   & (agent.prompt_tokens + agent.output_tokens > window)).sum()) \
+        if window and len(agent) else 0
+    first = r.fidelity[0] if r.fidelity else {}
+    for col in FIDELITY_COLUMNS:
+        out[f"fidelity_{col}"] = first.get(col)
+    return out
+
+
+def results_table(results: Iterable[TaskResult], *, window: int | None = None) -> pd.DataFrame:
+    """One row per (trace, strategy) with every metric in METRICS (``window`` for hidden overflows)."""
     results = list(results)
     calls, events = frames(results)
     rows = []
@@ -95,6 +138,7 @@ def results_table(results: Iterable[TaskResult]) -> pd.DataFrame:
             "summarizer_cost_share": float(summ.cost.sum() / cost) if cost else 0.0,
             "failed": r.failed or "",
             "error": r.error or "",
+            **_scores(r, agent, e, window),
         })
     table = pd.DataFrame(rows)
     if table.empty:
@@ -104,7 +148,8 @@ def results_table(results: Iterable[TaskResult]) -> pd.DataFrame:
     none_cost = table.trace.map(base.cost) if len(base) else pd.Series(np.nan, index=table.index)
     table["saving_vs_none"] = 1 - table.input_tokens / none_tokens
     table["false_economy"] = (table.input_tokens < none_tokens) & (table.cost > none_cost)
-    return table[["trace", "strategy", *(m.name for m in METRICS), "failed", "error"]]
+    fidelity = [f"fidelity_{c}" for c in FIDELITY_COLUMNS if c != "call_delta"]
+    return table[["trace", "strategy", *(m.name for m in METRICS), *fidelity, "failed", "error"]]
 
 
 def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
@@ -122,6 +167,7 @@ def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
         "cost": g.cost.sum(),
         "cost_no_cache": g.cost_no_cache.sum(),
         "false_economy": g.false_economy.sum(),
+        "retention": g.retention.mean(),
     })
     if BASELINE in out.index:
         out["saving_vs_none"] = 1 - out.input_tokens / out.loc[BASELINE, "input_tokens"]

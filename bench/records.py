@@ -80,6 +80,8 @@ class TaskResult:
     summaries: list[SummaryRecord] = field(default_factory=list)
     probes: list[dict[str, Any]] = field(default_factory=list)
     """Rows from observers (needle retention etc.), one dict each."""
+    fidelity: list[dict[str, Any]] = field(default_factory=list)
+    """Recorded vs replayed compactions (bench.fidelity), when the trace's agent matches the strategy."""
     failed: str | None = None
     """Why the session ended early (a strategy's circuit breaker), if it did."""
     error: str | None = None

@@ -142,6 +142,20 @@ def _observers(trace: Trace) -> tuple[Callable[..., list[dict]], ...]:
     return (needle_observer(trace),)
 
 
+def _fidelity(trace: Trace, spec: strategies.StrategySpec, strategy: strategies.Strategy,
+              config: ReplayConfig, counter: TokenCounter, summarizer) -> list[dict]:
+    """Recorded vs replayed compactions, when the strategy re-implements the trace's own agent.
+
+    A second replay, driven by the recorded usage (what the real agent triggered on).
+    """
+    from bench.fidelity import MATCHING_STRATEGY, fidelity_rows, replay_recorded
+
+    if not trace.compactions or MATCHING_STRATEGY.get(trace.agent) != spec.name:
+        return []
+    driven = replay_recorded(trace, strategy, config, counter=counter, summarizer=summarizer, label=spec.label)
+    return fidelity_rows(trace, driven, counter=counter)
+
+
 def run_task(index: int, spec: strategies.StrategySpec, config: RunConfig) -> TaskResult:
     """Replay one trace through one strategy; any exception becomes the task's recorded error."""
     trace = _TRACES[index]
@@ -155,8 +169,11 @@ def run_task(index: int, spec: strategies.StrategySpec, config: RunConfig) -> Ta
             config.seconds_per_call,
             config.cache_ttl,
         )
-        return replay(trace, strategies.build(spec), replay_config, counter=_COUNTERS[index],
-                      summarizer=summarizer, label=spec.label, observers=_observers(trace))
+        strategy = strategies.build(spec)
+        result = replay(trace, strategy, replay_config, counter=_COUNTERS[index],
+                        summarizer=summarizer, label=spec.label, observers=_observers(trace))
+        result.fidelity = _fidelity(trace, spec, strategy, replay_config, _COUNTERS[index], summarizer)
+        return result
     except Exception as e:  # noqa: BLE001 - recorded, never lost
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         tb = traceback.extract_tb(e.__traceback__)[-1]
@@ -214,7 +231,7 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
                 bar.update()
     bar.close()
     ordered = [results[k] for k in sorted(results)]
-    table = results_table(ordered)
+    table = results_table(ordered, window=profile(config.model).context_window)
     run_info = {
         "config": asdict(config),
         "strategies": [{"label": s.label, "name": s.name, "params": dict(s.params),
@@ -242,3 +259,17 @@ def format_summary(summary: pd.DataFrame) -> str:
     for col in ("cost", "cost_no_cache"):
         view[col] = view[col].map(lambda x: f"${x:,.2f}")
     return view.to_string(index=False)
+
+
+def format_fidelity(table: pd.DataFrame) -> str:
+    """Recorded vs replayed compaction per (trace, strategy) where fidelity applies; '' if nowhere."""
+    if table.empty or "fidelity_recorded_call" not in table:
+        return ""
+    rows = table[table.fidelity_recorded_call.notna()]
+    if rows.empty:
+        return ""
+    cols = ["trace", "strategy", "fidelity_recorded_call", "fidelity_replayed_call", "fidelity_call_delta",
+            "fidelity_recorded_pre_tokens", "fidelity_replayed_pre_tokens"]
+    view = rows[cols].rename(columns=lambda c: c.removeprefix("fidelity_"))
+    view["trace"] = view.trace.str.slice(0, 24)
+    return view.to_string(index=False, na_rep="—", float_format=lambda x: f"{x:,.0f}")

@@ -45,6 +45,7 @@ def task_from_json(text: str) -> TaskResult:
         events=[EventRecord(**e) for e in d["events"]],
         summaries=[SummaryRecord(**s) for s in d["summaries"]],
         probes=d["probes"],
+        fidelity=d.get("fidelity", []),
         failed=d["failed"],
         error=d["error"],
     )
@@ -73,6 +74,9 @@ def write_run(run_dir: Path, results: list[TaskResult], table: pd.DataFrame, run
     probes = pd.DataFrame([p for r in results for p in r.probes])
     if not probes.empty:
         atomic_write(run_dir / "probes.csv", probes.to_csv(index=False))
+    fidelity = pd.DataFrame([f for r in results for f in r.fidelity])
+    if not fidelity.empty:
+        atomic_write(run_dir / "fidelity.csv", fidelity.to_csv(index=False))
     atomic_write(run_dir / "run.json", json.dumps({"schema_version": SCHEMA_VERSION, **run_info}, indent=2,
                                                    default=str))
 
