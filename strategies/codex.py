@@ -104,7 +104,9 @@ class Codex(Strategy):
         return Outcome(after, (event("truncate", ctx, after, touched=1),))
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
-        if self.total(ctx, session) >= self.limit(session.model.context_window):
+        # Codex's model table gives the input window as the context window (272K for GPT-5).
+        window = session.model.max_input or session.model.context_window
+        if self.total(ctx, session) >= self.limit(window):
             return self.compact(ctx, session)
         return None
 

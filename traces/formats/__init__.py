@@ -94,22 +94,34 @@ def expand(sources: Iterable[str]) -> list[Path]:
 
 
 def load(sources: Iterable[str], *, lenient: bool = False) -> ReadResult:
-    """Every trace in the sources; ``hf:owner/name`` goes to the datasets loader."""
+    """Every trace in the sources; ``hf:owner/name`` goes to the datasets loader.
+
+    A file named directly (or by a glob) must be a trace; inside a folder, files no importer
+    claims (a README, a manifest) are passed over and listed in the notes.
+    """
     result = ReadResult([])
-    files = []
     for source in sources:
         if source.startswith("hf:"):
             from traces.formats import hf
 
-            part = hf.load(source[3:], lenient=lenient)
-            result.traces += part.traces
-            result.skipped += part.skipped
-            result.notes += part.notes
-        else:
-            files.append(source)
-    for path in expand(files):
-        part = read_path(path, lenient=lenient)
-        result.traces += part.traces
-        result.skipped += part.skipped
-        result.notes += part.notes
+            _merge(result, hf.load(source[3:], lenient=lenient))
+            continue
+        in_folder = Path(source).is_dir()
+        passed_over = []
+        for path in expand([source]):
+            try:
+                _merge(result, read_path(path, lenient=lenient))
+            except UnknownFormatError:
+                if not in_folder:
+                    raise
+                passed_over.append(path.name)
+        if passed_over:
+            result.notes.append(f"{source}: passed over {len(passed_over)} files in no known format: "
+                                + ", ".join(passed_over[:10]) + (" …" if len(passed_over) > 10 else ""))
     return result
+
+
+def _merge(into: ReadResult, part: ReadResult) -> None:
+    into.traces += part.traces
+    into.skipped += part.skipped
+    into.notes += part.notes

@@ -261,13 +261,41 @@ def fill_missing_results(messages: list[Message]) -> tuple[list[Message], int]:
     return out, added
 
 
+def results_before_text(messages: list[Message]) -> list[Message]:
+    """Move a user's text that arrived while tool calls were running to after their results.
+
+    Codex lets the user steer mid-call, so a rollout can hold call → user text → result; every
+    provider API wants the results right after the calls, and so do the strategies' cuts.
+    """
+    out: list[Message] = []
+    held: list[Message] = []
+    pending: set[str] = set()
+    for m in messages:
+        if m.role == "assistant":
+            out += held
+            held = []
+            pending = {u.id for u in m.tool_uses}
+            out.append(m)
+        elif m.tool_results:
+            pending -= {r.tool_use_id for r in m.tool_results}
+            out.append(m)
+            if not pending:
+                out += held
+                held = []
+        elif pending and m.role == "user":
+            held.append(m)
+        else:
+            out.append(m)
+    return out + held
+
+
 def finish(messages: list[Message], compactions: list[RecordedCompaction]) -> tuple[
         list[Message], tuple[RecordedCompaction, ...], int, int]:
     """Close unanswered calls and flag orphan results, keeping compaction indices on their messages.
 
     Returns (messages, compactions, calls given a flagged result, orphan results flagged).
     """
-    filled, n_filled = fill_missing_results(messages)
+    filled, n_filled = fill_missing_results(results_before_text(messages))
     where = {id(m): j for j, m in enumerate(filled)}
     moved = tuple(replace(c, message_index=where[id(messages[c.message_index])])
                   if 0 <= c.message_index < len(messages) else c for c in compactions)
