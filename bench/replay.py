@@ -104,7 +104,8 @@ def replay(
         new = outcome.context
         if any(e.kind in COMPACTION_KINDS for e in outcome.events):
             for observe in observers:
-                result.probes.extend({"strategy": label, **row} for row in observe("compaction", session.call_index, new))
+                rows = observe("compaction", session.call_index, new)
+                result.probes.extend({"strategy": label, **row} for row in rows)
         return new
 
     ctx = meter.context(())

@@ -1,11 +1,13 @@
 """The HTML report of a finished run: ``render(out/<run>)`` writes report.html and its PNGs there.
 
 It reads only the run's files (results.csv, calls.csv, events.jsonl, summaries.jsonl, optional
-probes.csv, run.json) and never imports ``strategies`` or replays anything, so any run can be
-re-rendered later, on another machine, from its folder alone.
+probes.csv and fidelity.csv, run.json) and never imports ``strategies`` or replays anything, so
+any run can be re-rendered later, on another machine, from its folder alone. The scoring tables
+come from the pure functions of bench.stats / bench.probes / bench.economics (``reports.scoring``).
 
-Adding a chart: 1. write one function in ``reports/charts.py`` that draws one PNG from the run's
-tables; 2. add it to ``_charts`` below with its caption; 3. extend the fixture test.
+Adding a chart: 1. write one function in ``reports/charts.py`` (or ``score_charts.py``) that draws
+one PNG from the run's tables; 2. add it to ``_charts`` below with its caption and the section it
+belongs to; 3. extend the fixture test.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from reports import charts, tables
+from bench import stats
+from reports import charts, listings, score_charts, scoring, sections, tables
 
 __all__ = ["RunData", "load", "render"]
 
@@ -45,6 +48,7 @@ class RunData:
     summaries: pd.DataFrame
     probes: pd.DataFrame | None
     info: dict[str, Any]
+    fidelity: pd.DataFrame | None = None
 
 
 def _jsonl(path: Path) -> pd.DataFrame:
@@ -57,7 +61,7 @@ def _jsonl(path: Path) -> pd.DataFrame:
 def load(run_dir: Path) -> RunData:
     run_dir = Path(run_dir)
     info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    probes = run_dir / "probes.csv"
+    probes, fidelity = run_dir / "probes.csv", run_dir / "fidelity.csv"
     return RunData(
         name=str(info.get("config", {}).get("name") or run_dir.name),
         results=pd.read_csv(run_dir / "results.csv", keep_default_na=True),
@@ -66,6 +70,7 @@ def load(run_dir: Path) -> RunData:
         summaries=_jsonl(run_dir / "summaries.jsonl"),
         probes=pd.read_csv(probes) if probes.exists() else None,
         info=info,
+        fidelity=pd.read_csv(fidelity) if fidelity.exists() else None,
     )
 
 
@@ -83,101 +88,115 @@ def _sawtooth_strategies(rows: pd.DataFrame, trace: str) -> list[str]:
     return ([tables.BASELINE] if (r.strategy == tables.BASELINE).any() else []) + others
 
 
-def _window(info: dict[str, Any]) -> int | None:
-    try:
-        from bench.pricing import profile
+@dataclass(frozen=True)
+class Scores:
+    """The scoring layer's tables for one run (see ``reports.scoring``)."""
 
-        return profile(str(info["config"]["model"])).context_window
-    except Exception:  # noqa: BLE001 - the line is a nicety; an unknown model just omits it
-        return None
+    comparisons: pd.DataFrame
+    resamples: int
+    retention: pd.DataFrame
+    cliffs: pd.DataFrame
+    ages: pd.DataFrame | None
+    sizes: pd.DataFrame
+    cost: pd.DataFrame
+    window: int | None
+    gaps: pd.DataFrame
+    estimator: pd.DataFrame
+    hidden: pd.DataFrame
+    fidelity: pd.DataFrame
 
 
-def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFrame,
-            trace: str | None, sawtooth: list[str] | None) -> list[tuple[str, str]]:
-    """Draw every chart; returns (file name, caption) in page order."""
+def score(run: RunData, rows: pd.DataFrame) -> Scores:
+    b = scoring.resamples(run.info)
+    win = scoring.window(run.info)
+    has_probes = run.probes is not None and not run.probes.empty and "cls" in run.probes
+    probes = scoring.age_buckets(run.probes) if has_probes else None
+    return Scores(
+        comparisons=scoring.comparisons(rows, resamples=b), resamples=b,
+        retention=scoring.retention_overall(probes) if has_probes else pd.DataFrame(),
+        cliffs=scoring.cliff_table(probes) if has_probes else pd.DataFrame(),
+        ages=probes,
+        sizes=stats.summary_sizes(run.summaries) if "tokens" in run.summaries else pd.DataFrame(),
+        cost=scoring.cost_truth(run.calls), window=win,
+        gaps=scoring.trigger_points(run.events, win) if win else pd.DataFrame(),
+        estimator=scoring.estimator(run.events, run.calls, win) if win else pd.DataFrame(),
+        hidden=scoring.hidden_overflow_calls(run.calls, win) if win else pd.DataFrame(),
+        fidelity=scoring.fidelity(run.fidelity, rows),
+    )
+
+
+def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFrame, s: Scores,
+            trace: str | None, sawtooth: list[str] | None) -> dict[str, list[tuple[str, str]]]:
+    """Draw every chart; returns, per page section, (file name, caption) in page order."""
     order = totals.strategy.tolist()
     colors = charts.palette(order)
     finished = rows[rows.error == ""]
     trace = trace or _sawtooth_trace(finished)
-    shown = [s for s in sawtooth if s in colors] if sawtooth else _sawtooth_strategies(finished, trace)
-    out = [
+    shown = [x for x in sawtooth if x in colors] if sawtooth else _sawtooth_strategies(finished, trace)
+    out: dict[str, list[tuple[Path, str]]] = {key: [] for key in ("results", "compare", "retention", "cost",
+                                                                  "summaries", "estimator")}
+    out["results"] += [
         (charts.context_over_calls(run.calls, trace, shown, colors, run_dir / "context_over_calls.png",
-                                   window=_window(run.info)),
+                                   window=s.window),
          f"Prompt tokens sent at each agent call of trace <code>{html.escape(trace)}</code>: each drop is a "
          f"compaction. {len(shown)} of {len(order)} strategies shown"
          + ("." if sawtooth else ": <code>none</code> and the cheapest on this trace.")),
         (charts.cost_vs_saving(totals, colors, run_dir / "cost_vs_saving.png"),
          "Input-token saving against dollar change, both relative to <code>none</code>. Points in the red "
          "quadrant bill fewer tokens yet cost more: rewriting old messages broke the prompt cache."),
+    ]
+    if len(s.comparisons) and (s.comparisons.n >= 2).any():
+        out["compare"].append((score_charts.paired_ci(s.comparisons, order, run_dir / "paired_ci.png"),
+                               "Each strategy's mean difference from <code>none</code> over the paired traces, "
+                               "with its 95% bootstrap interval."))
+    if run.probes is not None:
+        out["retention"].append((score_charts.retention_classes(s.retention, order, run_dir / "retention_classes.png"),
+                                 "Share of stated needles in each class when the trace ended (n = needle probes)."))
+        out["retention"].append((charts.retention_by_age(run.probes, order, run_dir / "retention_by_age.png"),
+                                 "Share of planted needles still present verbatim when the trace ended, by needle "
+                                 "age; “+ ref” is the extra share recoverable through a file path or command "
+                                 "still in context."))
+        if len(s.cliffs) and (s.cliffs.rounds > 1).any():  # one round is a dot: the table says it
+            out["retention"].append((score_charts.retention_by_round(s.cliffs, colors,
+                                                                     run_dir / "retention_by_round.png"),
+                                     "Needles retained verbatim right after each compaction round; a strategy's "
+                                     "cliff is its first round under 50%."))
+    out["cost"] += [
         (charts.cost_with_without_cache(totals, colors, run_dir / "cost_cache.png"),
          "Dollars with the prompt cache, beside dollars had every prompt token been billed at the input rate."),
         (charts.cache_hit_rate(totals, colors, run_dir / "cache_hit_rate.png"),
          "Share of prompt tokens read from the cache; a prefix break is an agent call that re-used less of "
          "the cached prefix than the previous request had written."),
-        (charts.summary_sizes(run.summaries, order, colors, run_dir / "summary_sizes.png"),
-         "Length of each summary written (output tokens), per strategy that summarizes."),
     ]
-    if run.probes is not None:
-        out.append((charts.retention_by_age(run.probes, order, run_dir / "retention_by_age.png"),
-                    "Share of planted needles still present verbatim when probed, by needle age; "
-                    "“+ ref” is the extra share recoverable through a file path or command still in context."))
-    return [(p.name, caption) for p, caption in out]
+    if len(s.sizes):  # with no summary the table's note says it; an empty chart adds nothing
+        out["summaries"].append((charts.summary_sizes(run.summaries, order, colors,
+                                                      run_dir / "summary_sizes.png"),
+                                 "Length of each summary written (output tokens), per strategy that summarizes."))
+    if len(s.gaps):
+        out["estimator"].append((score_charts.estimate_ratio(s.gaps, order, colors, run_dir / "estimate_ratio.png"),
+                                 "Where each strategy acted, its own estimate over the tokenizer's count; under "
+                                 "1 it fired later than it believed."))
+    return {k: [(path.name, caption) for path, caption in v] for k, v in out.items()}
 
 
-def _provenance(info: dict[str, Any], name: str) -> str:
-    config, prov = info.get("config", {}), info.get("provenance", {})
-    sha = str(prov.get("git_sha") or "unknown")[:12] + (" (dirty)" if prov.get("git_dirty") else "")
-    summarizer = str(config.get("summarizer", "?"))
-    if config.get("summarizer_model"):
-        summarizer += f" ({config['summarizer_model']})"
-    items = [
-        ("run", name), ("model", config.get("model")), ("summarizer", summarizer),
-        ("cache TTL", config.get("cache_ttl")), ("seconds per call", config.get("seconds_per_call")),
-        ("seed", config.get("seed")), ("tokenizer", info.get("tokenizer")),
-        ("pricing table", info.get("pricing_table")), ("schema version", info.get("schema_version")),
-        ("git", sha), ("python", prov.get("python")), ("platform", prov.get("platform")),
-        ("packages", ", ".join(f"{k} {v}" for k, v in (prov.get("packages") or {}).items() if v)),
-    ]
-    dl = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(str(v))}</dd>" for k, v in items if v not in (None, ""))
-    traces = [(t.get("id"), t.get("agent", ""), t.get("calls", ""), str(t.get("sha256", ""))[:12])
-              for t in info.get("traces", [])]
-    strategies = [(s.get("label"), s.get("version", ""), s.get("citation", "")) for s in info.get("strategies", [])]
-    return (f"<dl>{dl}</dl>"
-            + _details(f"{len(traces)} traces", ("trace", "agent", "calls", "sha256"), traces)
-            + _details(f"{len(strategies)} strategies and their sources", ("strategy", "version", "source"),
-                       strategies))
+def _figures(figures: list[tuple[str, str]]) -> str:
+    return "".join(
+        f'<figure><img src="{name}" alt="{html.escape(name)}" width="{charts.SIZE_PIXELS[0]}" '
+        f'height="{charts.SIZE_PIXELS[1]}" loading="eager"><figcaption>{caption}</figcaption></figure>'
+        for name, caption in figures)
 
 
-def _details(title: str, header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
-    """A collapsed plain table, or nothing when there are no rows."""
-    if not rows:
-        return ""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r) + "</tr>" for r in rows)
-    return (f"<details><summary>{html.escape(title)}</summary><table class=plain><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table></details>")
-
-
-def _events_html(events: pd.DataFrame, order: list[str]) -> str:
-    if events.empty:
-        return "<p class=muted>No strategy events in this run.</p>"
-    pivot = events.pivot_table(index="strategy", columns="kind", values="trace", aggfunc="count", fill_value=0)
-    pivot = pivot.reindex([s for s in order if s in pivot.index])
-    head = "<tr><th>strategy</th>" + "".join(f"<th class=num>{html.escape(k)}</th>" for k in pivot.columns) + "</tr>"
-    body = "".join(f"<tr><td class=name>{html.escape(s)}</td>"
-                   + "".join(f"<td class=num>{v if v else '·'}</td>" for v in r) + "</tr>" for s, r in pivot.iterrows())
-    return f"<table class=plain><thead>{head}</thead><tbody>{body}</tbody></table>"
-
-
-def _failures_html(rows: pd.DataFrame) -> str:
-    bad = rows[(rows.failed != "") | (rows.error != "")]
-    if bad.empty:
-        return "<p class=muted>Every task finished.</p>"
-    items = "".join(
-        f"<li><code>{html.escape(str(r.trace))}</code> × <b>{html.escape(str(r.strategy))}</b>: "
-        + (f"harness error, left out of the totals: {html.escape(r.error)}" if r.error else
-           f"stopped by the strategy: {html.escape(r.failed)}") + "</li>" for _, r in bad.iterrows())
-    return f"<ul class=failures>{items}</ul>"
+def _retention(s: Scores, order: list[str], has_probes: bool) -> str:
+    if not has_probes:
+        return "<p class=muted>No needle probes in this run (probes.csv absent): retention is not charted.</p>"
+    ages = s.ages if s.ages is not None else pd.DataFrame()
+    out = sections.retention_html(s.retention, order) + sections.rounds_html(s.cliffs, order)
+    for col, title in (("needle_kind", "Retention by needle kind"),
+                       ("age_tokens_bucket", "Retention by needle age (tokens since it was stated)"),
+                       ("age_calls_bucket", "Retention by needle age (agent calls since it was stated)")):
+        if col in ages:
+            out += sections.heat(scoring.retention_by(ages, col), col, order, title)
+    return out
 
 
 def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | None = None) -> Path:
@@ -190,30 +209,36 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
     run = load(run_dir)
     rows = tables.trace_rows(run.results, run.calls)
     totals = tables.strategy_totals(rows, run.calls)
-    figures = _charts(run, run_dir, rows, totals, trace, sawtooth)
+    order = totals.strategy.tolist()
+    s = score(run, rows)
+    figures = _charts(run, run_dir, rows, totals, s, trace, sawtooth)
     per_trace = "".join(
         f"<details><summary><code>{html.escape(str(t))}</code> — {len(r)} strategies</summary>"
         + tables.table_html(r.sort_values("cost"), css_class="results compact") + "</details>"
         for t, r in rows.groupby("trace", sort=True))
+    headline = tables.headline(totals, int((rows.error != "").sum()))
+    significance = sections.significance_line(s.comparisons) if len(s.comparisons) else None
     context = {
         "title": html.escape(f"compaction-bench — {run.name}"),
         "run_name": html.escape(run.name),
         "subtitle": html.escape(f"{rows.trace.nunique()} traces × {len(totals)} strategies, "
                                 f"{int((run.calls.kind == 'agent').sum()):,} agent calls replayed"),
-        "headline": "".join(f"<li>{line}</li>" for line in tables.headline(totals, int((rows.error != "").sum()))),
+        "headline": "".join(f"<li>{line}</li>" for line in [*headline, *([significance] if significance else [])]),
         "limitation": html.escape(LIMITATION),
         "summary_table": tables.table_html(totals, keys=tables.SUMMARY_COLUMNS),
-        "charts": "".join(
-            f'<figure><img src="{name}" alt="{html.escape(name)}" width="{charts.SIZE_PIXELS[0]}" '
-            f'height="{charts.SIZE_PIXELS[1]}" loading="eager"><figcaption>{caption}</figcaption></figure>'
-            for name, caption in figures),
-        "events_table": _events_html(run.events, totals.strategy.tolist()),
+        "results_charts": _figures(figures["results"]),
+        "comparisons": sections.comparisons_html(s.comparisons, order, s.resamples) + _figures(figures["compare"]),
+        "retention": _retention(s, order, run.probes is not None) + _figures(figures["retention"]),
+        "cost_truth": sections.cost_html(s.cost, order) + _figures(figures["cost"]),
+        "summary_sizes": sections.summary_sizes_html(s.sizes, order, stats.SUMMARY_RESERVE)
+        + _figures(figures["summaries"]),
+        "estimator": sections.estimator_html(s.estimator, s.hidden, order, s.window) + _figures(figures["estimator"]),
+        "fidelity": sections.fidelity_html(s.fidelity),
+        "events_table": listings.events_html(run.events, order),
         "per_trace": per_trace,
-        "failures": _failures_html(rows),
+        "failures": listings.failures_html(rows),
         "glossary": tables.glossary_html(),
-        "provenance": _provenance(run.info, run.name),
-        "no_probes": "" if run.probes is not None else
-        "<p class=muted>No needle probes in this run (probes.csv absent): retention is not charted.</p>",
+        "provenance": listings.provenance_html(run.info, run.name),
     }
     page = Template(TEMPLATE.read_text(encoding="utf-8")).substitute(context)
     out = run_dir / "report.html"

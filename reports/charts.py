@@ -250,10 +250,15 @@ def summary_sizes(summaries: pd.DataFrame, strategies: Sequence[str], colors: Ma
 
 
 def retention_by_age(probes: pd.DataFrame, strategies: Sequence[str], path: Path) -> Path:
-    """Share of needles still present verbatim, by strategy and by how old the needle was."""
+    """Share of needles still present verbatim when the trace ended, by strategy and needle age.
+
+    Only end-of-trace probes (when the file says which): a strategy probed after each of its
+    compactions would otherwise be scored on more, and different, rows than ``none``.
+    """
     p = probes[probes.needle_kind != "control"] if "needle_kind" in probes else probes
+    p = p[p.moment == "end"] if "moment" in p else p
     with _figure(path) as (fig, ax):
-        title = "Needle retention by age (share retained verbatim; + recoverable by reference)"
+        title = "Needle retention by age at the end of the trace (retained verbatim; + recoverable by reference)"
         if p.empty:
             _empty(ax, title, "no needle probes in this run")
             return path

@@ -78,7 +78,7 @@ def trace_rows(results: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
         if col not in rows:
             rows = rows.merge(stats[["trace", "strategy", col]], on=["trace", "strategy"], how="left")
     for col in ("failed", "error"):
-        rows[col] = rows[col].fillna("").astype(str) if col in rows else ""
+        rows[col] = rows[col].astype(object).where(rows[col].notna(), "").astype(str) if col in rows else ""
     return rows
 
 

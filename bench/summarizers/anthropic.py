@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.summarizers import Summary, SummarizerError, SummaryRequest
+from bench.summarizers import SummarizerError, Summary, SummaryRequest
 from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse, orphans
 
 DEFAULT_MODEL = "claude-haiku-4-5"

@@ -51,12 +51,41 @@ RESULTS = [
 ]
 EVENTS = [("t1", "llm", 2, "summarize"), ("t1", "mask", 1, "mask"), ("t1", "mask", 2, "mask"),
           ("t2", "mask", 1, "mask")]
-PROBES = [  # (strategy, needle_kind, cls, age_tokens)
-    ("none", "fact", "retained-verbatim", 500), ("none", "fact", "retained-verbatim", 9000),
-    ("llm", "fact", "retained-verbatim", 500), ("llm", "fact", "missing", 9000),
-    ("mask", "fact", "recoverable-by-reference", 500), ("mask", "error", "stale", 9000),
-    ("mask", "control", "missing", 9000),
+PROBE_FIELDS = ["trace", "strategy", "moment", "call", "round", "needle", "needle_kind", "source", "cls", "retained",
+                "age_tokens", "age_calls"]
+PROBES = [  # (strategy, moment, round, needle, needle_kind, cls, age_tokens, age_calls), all on t1
+    ("none", "end", 0, "fact-1", "fact", "retained-verbatim", 500, 2),
+    ("none", "end", 0, "fact-2", "fact", "retained-verbatim", 9000, 30),
+    ("none", "end", 0, "control-3", "control", "absent", 9000, 30),
+    ("llm", "compaction", 1, "fact-1", "fact", "retained-verbatim", 400, 1),
+    ("llm", "compaction", 1, "fact-2", "fact", "missing", 8000, 29),
+    ("llm", "compaction", 2, "fact-1", "fact", "missing", 450, 1),
+    ("llm", "compaction", 2, "fact-2", "fact", "missing", 8500, 29),
+    ("llm", "end", 0, "fact-1", "fact", "retained-verbatim", 500, 2),
+    ("llm", "end", 0, "fact-2", "fact", "missing", 9000, 30),
+    ("llm", "end", 0, "control-3", "control", "absent", 9000, 30),
+    ("mask", "compaction", 1, "fact-1", "fact", "missing", 400, 1),
+    ("mask", "compaction", 1, "error-2", "error", "missing", 8000, 29),
+    ("mask", "end", 0, "fact-1", "fact", "recoverable-by-reference", 500, 2),
+    ("mask", "end", 0, "error-2", "error", "stale", 9000, 30),
+    ("mask", "end", 0, "control-3", "control", "false-positive", 9000, 30),
 ]
+SCORE_FIELDS = ["retention", "cliff_round", "false_positive_rate", "estimate_ratio", "hidden_overflows",
+                "fidelity_recorded_call", "fidelity_replayed_call", "fidelity_call_delta"]
+SCORES = {  # per (trace, strategy): retention, cliff, fpr, estimate ratio, hidden, fidelity call triple
+    ("t1", "none"): (1.0, None, 0.0, None, 0, None, None, None),
+    ("t2", "none"): (1.0, None, 0.0, None, 0, None, None, None),
+    ("t1", "llm"): (0.5, 2, 0.0, 1.05, 0, 2, 3, 1), ("t2", "llm"): (1.0, None, 0.0, None, 0, None, None, None),
+    ("t1", "mask"): (0.0, 1, 1.0, 1.05, 0, None, None, None),
+    ("t2", "mask"): (0.5, None, 0.0, 0.76, 0, None, None, None),
+    ("t1", "broken"): (None,) * 5 + (None,) * 3,
+}
+SUMMARY_TOKENS = (100, 200, 300, 25_000)  # llm's summaries: p50 250, p90 17,590, p99.9 24,925.9, one over 20K
+FIDELITY_FIELDS = ["trace", "strategy", "compaction", "trigger", "recorded_call", "replayed_call", "call_delta",
+                   "recorded_pre_tokens", "replayed_pre_tokens", "recorded_post_tokens", "replayed_post_tokens",
+                   "post_ratio"]
+FIDELITY = [("t1", "llm", 0, "auto", 2, 3, 1, 150_000, 140_000, 3_000, 4_000, 4 / 3),
+            ("t1", "llm", 1, "manual", 7, None, None, 160_000, None, 2_500, None, None)]
 RUN_INFO = {
     "schema_version": 1,
     "config": {"name": "fixture", "model": "claude-sonnet-4-5", "summarizer": "extractive", "seed": 7,
@@ -70,36 +99,51 @@ RUN_INFO = {
     "provenance": {"git_sha": "0123456789abcdef", "git_dirty": True, "python": "3.11.7",
                    "packages": {"pandas": "2.2.0", "matplotlib": "3.11.2"}},
 }
-PNGS = ["context_over_calls.png", "cost_vs_saving.png", "cost_cache.png", "cache_hit_rate.png",
-        "summary_sizes.png", "retention_by_age.png"]
+PNGS = ["context_over_calls.png", "cost_vs_saving.png", "paired_ci.png", "retention_classes.png",
+        "retention_by_age.png", "retention_by_round.png", "cost_cache.png", "cache_hit_rate.png", "summary_sizes.png",
+        "estimate_ratio.png"]
+LATE_EVENT = ("t2", "mask", 1)
+"""Its strategy acted at 250K true tokens while estimating 190K: over the 200K window, a late trigger."""
 
 
-def write_fixture_run(run_dir: Path, *, probes: bool = True) -> Path:
+def write_fixture_run(run_dir: Path, *, probes: bool = True, scoring: bool = True,
+                      traces: tuple[str, ...] = ("t1", "t2"), config: dict | None = None) -> Path:
+    """The fixture run; ``scoring=False`` leaves out fidelity.csv and the scoring columns (older runner)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     with (run_dir / "calls.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(CALL_FIELDS)
         for t, s, call, kind, prompt, read, cost, nc, brk, over in CALLS:
+            if t not in traces:
+                continue
             w.writerow([t, s, call, kind, 4, prompt, prompt, read, prompt - read, 0, 100, cost, nc, brk, over,
                         call * 10.0])
     with (run_dir / "results.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(RESULT_FIELDS)
-        w.writerows(RESULTS)
+        w.writerow(RESULT_FIELDS + (SCORE_FIELDS if scoring else []))
+        w.writerows(list(r) + (list(SCORES[r[0], r[1]]) if scoring else []) for r in RESULTS if r[0] in traces)
+    late = {"tokens_before": 250_000, "estimate_before": 190_000}
     (run_dir / "events.jsonl").write_text("".join(
         json.dumps({"trace": t, "strategy": s, "call": c, "hook": "before_call", "kind": k, "tokens_before": 2000,
                     "tokens_after": 500, "estimate_before": 2100, "messages_touched": 3,
-                    "summary_tokens": 300 if k == "summarize" else None, "detail": ""}) + "\n"
-        for t, s, c, k in EVENTS))
-    (run_dir / "summaries.jsonl").write_text(json.dumps(
-        {"trace": "t1", "strategy": "llm", "call": 2, "tokens": 300, "text": "summary", "summarizer": "extractive"})
-        + "\n")
+                    "summary_tokens": 300 if k == "summarize" else None, "detail": "",
+                    **(late if (t, s, c) == LATE_EVENT else {})}) + "\n"
+        for t, s, c, k in EVENTS if t in traces))
+    (run_dir / "summaries.jsonl").write_text("".join(json.dumps(
+        {"trace": "t1", "strategy": "llm", "call": 2, "tokens": n, "text": "summary", "summarizer": "extractive"})
+        + "\n" for n in SUMMARY_TOKENS))
     if probes:
         with (run_dir / "probes.csv").open("w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["trace", "strategy", "moment", "call", "needle_kind", "cls", "age_tokens"])
-            w.writerows(["t1", s, "end", 2, k, c, a] for s, k, c, a in PROBES)
-    (run_dir / "run.json").write_text(json.dumps(RUN_INFO))
+            w.writerow(PROBE_FIELDS)
+            w.writerows(["t1", s, m, 2, rnd, nid, k, "planted", c, c == "retained-verbatim", a, ac]
+                        for s, m, rnd, nid, k, c, a, ac in PROBES)
+    if scoring:
+        with (run_dir / "fidelity.csv").open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(FIDELITY_FIELDS)
+            w.writerows(FIDELITY)
+    (run_dir / "run.json").write_text(json.dumps({**RUN_INFO, "config": {**RUN_INFO["config"], **(config or {})}}))
     return run_dir
 
 

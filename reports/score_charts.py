@@ -1,0 +1,151 @@
+"""Charts of the scoring layer: paired intervals, retention classes and rounds, estimator ratios.
+
+Same conventions as ``reports.charts`` (fixed size, no metadata, no pyplot): one function per PNG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib import ticker
+
+from reports.charts import _empty, _figure
+from reports.scoring import CLASSES, CLIFF
+
+CLASS_COLORS = {"retained-verbatim": "#2e9e4f", "recoverable-by-reference": "#7fb7e6", "stale": "#f0a030",
+                "missing": "#d9534f"}
+METRIC_TITLES = {"cost": "cost per trace", "input_tokens": "input tokens per trace", "retention": "needle retention"}
+LOWER_IS_BETTER = {"cost": True, "input_tokens": True, "retention": False}
+
+
+def paired_ci(comparisons: pd.DataFrame, order: Sequence[str], path: Path) -> Path:
+    """One panel per metric: mean difference from ``none`` with its 95% interval, per strategy.
+
+    Cost and tokens are shown relative to ``none``'s mean so the panels share a scale; retention
+    in percentage points. Grey = the interval holds zero (not significant).
+    """
+    with _figure(path) as (fig, ax):
+        title = "Paired difference from never compacting (mean over traces, 95% bootstrap CI)"
+        metrics = [m for m in METRIC_TITLES if len(comparisons) and (comparisons.metric == m).any()]
+        if not metrics:
+            _empty(ax, title, "no `none` baseline or too few traces to compare")
+            return path
+        ax.remove()
+        axes = fig.subplots(1, len(metrics), sharey=True, squeeze=False)[0]
+        rows = [s for s in order if s in set(comparisons.strategy)][::-1]
+        for a, metric in zip(axes, metrics, strict=True):
+            c = comparisons[comparisons.metric == metric].set_index("strategy").reindex(rows)
+            scale = 100 / c.mean_baseline.abs().replace(0, np.nan) if metric != "retention" else 100.0
+            mid, low, high = c.mean_diff * scale, c.ci_low * scale, c.ci_high * scale
+            for y, s in enumerate(rows):
+                if pd.isna(mid[s]):
+                    continue
+                verdict = c.verdict[s]
+                good = (verdict == "lower") == LOWER_IS_BETTER[metric]
+                color = "#9a9a9a" if verdict in ("not significant", "too few pairs") else (
+                    "#1a7f37" if good else "#b42318")
+                a.plot([low[s], high[s]], [y, y], color=color, lw=2.4, solid_capstyle="round")
+                a.scatter(mid[s], y, color=color, s=36, zorder=3, edgecolor="white", lw=0.8)
+            a.axvline(0, color="#555555", lw=0.9)
+            a.set_title(METRIC_TITLES[metric], fontsize=10)
+            unit = "pp" if metric == "retention" else "%"
+            a.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _, u=unit: f"{v:+.0f}{u}"))
+            a.grid(axis="y", visible=False)
+            a.set_xlabel("percentage points vs none" if metric == "retention" else "% of none's mean")
+        axes[0].set_yticks(range(len(rows)), rows)
+        axes[0].set_ylim(-0.6, len(rows) - 0.4)
+        fig.suptitle(title, x=0.01, ha="left", fontsize=12, fontweight="bold")
+        fig.text(0.99, 0.01, "green: significantly better · red: significantly worse · grey: interval holds 0",
+                 ha="right", fontsize=8, color="#666666")
+    return path
+
+
+def retention_classes(overall: pd.DataFrame, order: Sequence[str], path: Path) -> Path:
+    """Stacked shares of the four needle classes per strategy when the traces ended."""
+    with _figure(path) as (_, ax):
+        title = "What became of each needle by the end of the trace"
+        rows = [s for s in order if s in set(overall.strategy)][::-1]
+        if not rows:
+            _empty(ax, title, "no needle probes in this run")
+            return path
+        o = overall.set_index("strategy").reindex(rows)
+        left = np.zeros(len(rows))
+        for cls in CLASSES:
+            share = o[cls].fillna(0).to_numpy(dtype=float)
+            ax.barh(range(len(rows)), share, left=left, color=CLASS_COLORS[cls], height=0.62, label=cls)
+            for y, (x0, w) in enumerate(zip(left, share, strict=True)):
+                if w >= 0.07:
+                    ax.text(x0 + w / 2, y, f"{w:.0%}", ha="center", va="center", fontsize=8, color="white")
+            left += share
+        for y, s in enumerate(rows):
+            ax.text(1.01, y, f"n={int(o.n[s])}", va="center", fontsize=8, color="#555555")
+        ax.set_yticks(range(len(rows)), rows)
+        ax.set_xlim(0, 1.08)
+        ax.set_xticks(np.linspace(0, 1, 6))
+        ax.xaxis.set_major_formatter(ticker.PercentFormatter(1.0))
+        ax.grid(axis="y", visible=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=4)
+        ax.set_title(title)
+    return path
+
+
+def retention_by_round(cliffs: pd.DataFrame, colors: Mapping[str, str], path: Path) -> Path:
+    """Retention at each compaction round, with the 50% cliff line and each strategy's cliff marked."""
+    with _figure(path) as (_, ax):
+        title = "Retention after each compaction round (the cliff: first round under 50%)"
+        have = cliffs[cliffs.rounds.fillna(0) > 0] if len(cliffs) else cliffs
+        if have.empty:
+            _empty(ax, title, "no strategy compacted while needles were probed")
+            return path
+        top = 1
+        for _, r in have.iterrows():
+            rounds = sorted(r.retention_by_round.items())
+            xs, ys = [k for k, _ in rounds], [v for _, v in rounds]
+            top = max(top, *xs)
+            color = colors.get(r.strategy, "#333333")
+            ax.plot(xs, ys, marker="o", color=color, lw=1.6, markersize=4, label=r.strategy)
+            if not pd.isna(r.cliff_round):
+                ax.scatter([r.cliff_round], [r.retention_by_round[int(r.cliff_round)]], s=120, facecolor="none",
+                           edgecolor="#b42318", lw=1.5, zorder=4)
+        ax.axhline(CLIFF, color="#b42318", lw=1, ls=":")
+        ax.annotate("cliff 50%", (0, CLIFF), xycoords=("axes fraction", "data"), xytext=(4, 4),
+                    textcoords="offset points", fontsize=8, color="#b42318")
+        ax.set_ylim(-0.03, 1.05)
+        ax.set_xlim(0.5, top + 0.5)
+        ax.set_xticks(range(1, top + 1) if top <= 20 else ticker.MaxNLocator(integer=True).tick_values(1, top))
+        ax.yaxis.set_major_formatter(ticker.PercentFormatter(1.0))
+        ax.set_xlabel("compaction round (probed right after the strategy compacted)")
+        ax.set_ylabel("share of stated needles retained verbatim")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), title="red ring = cliff", title_fontsize=8)
+        ax.set_title(title)
+    return path
+
+
+def estimate_ratio(gaps: pd.DataFrame, order: Sequence[str], colors: Mapping[str, str], path: Path) -> Path:
+    """Each strategy's own estimate over the true tokens at every point it acted."""
+    with _figure(path) as (_, ax):
+        title = "Strategy's own token estimate / true tokens, at each point it acted"
+        rows = [s for s in order if len(gaps) and (gaps.strategy == s).any()][::-1]
+        if not rows:
+            _empty(ax, title, "no strategy acted on a measured context in this run")
+            return path
+        data = [gaps.loc[gaps.strategy == s, "ratio"].to_numpy(dtype=float) for s in rows]
+        jitter = np.random.default_rng(0)
+        for y, (s, d) in enumerate(zip(rows, data, strict=True)):
+            ax.scatter(d, y + jitter.uniform(-0.18, 0.18, len(d)), s=14, alpha=0.7, color=colors.get(s, "#333333"))
+            q10, q50, q90 = np.percentile(d, [10, 50, 90])
+            ax.plot([q10, q90], [y, y], color="#222222", lw=1.2)
+            ax.plot([q50], [y], marker="|", markersize=16, color="#222222", mew=2)
+            ax.text(1.01, y, f"n={len(d)}  p50 {q50:.2f}", transform=ax.get_yaxis_transform(), va="center",
+                    fontsize=7.5, color="#555555")
+        ax.axvline(1.0, color="#b42318", lw=1, ls=":")
+        ax.set_yticks(range(len(rows)), rows)
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.grid(axis="y", visible=False)
+        ax.set_xlabel("estimate / truth   (< 1: under-counts, fires later than it believes;  "
+                      "bar = p10–p90, | = median)")
+        ax.set_title(title)
+    return path

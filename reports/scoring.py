@@ -1,0 +1,221 @@
+"""The scoring layer's tables for the report, computed from the run folder's files alone.
+
+Each function takes the run's DataFrames (results.csv, calls.csv, events.jsonl, summaries.jsonl,
+probes.csv, fidelity.csv) and returns a small table per strategy. They call the pure scoring
+functions of ``bench.stats``, ``bench.probes`` and ``bench.economics`` and fill in what an older
+run folder lacks (a probe column, a results column), so any run can still be rendered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from bench import economics, stats
+
+BASELINE = "none"
+# Needle scoring over probes.csv. The same rules as bench.probes (retention, false_positive_rate,
+# cliff_rounds), restated here because importing bench.probes loads bench.replay and the
+# strategies, and the report must render from the run's files alone.
+VERBATIM, RECOVERABLE, STALE, MISSING = "retained-verbatim", "recoverable-by-reference", "stale", "missing"
+FALSE_POSITIVE = "false-positive"
+CLASSES = (VERBATIM, RECOVERABLE, STALE, MISSING)
+CLIFF = 0.5
+AGE_TOKEN_EDGES = (0, 2_000, 8_000, 32_000, 128_000, np.inf)
+AGE_TOKEN_LABELS = ("< 2K", "2K–8K", "8K–32K", "32K–128K", "≥ 128K")
+AGE_CALL_EDGES = (0, 5, 20, 50, 100, np.inf)
+AGE_CALL_LABELS = ("< 5", "5–19", "20–49", "50–99", "≥ 100")
+COMPARED = ("cost", "input_tokens", "retention")
+"""Metrics compared against ``none`` per trace, in page order (retention only when present)."""
+
+
+def resamples(info: dict) -> int:
+    """Bootstrap resamples: run.json's ``config.report_resamples`` when set, else the report's B."""
+    value = (info.get("config") or {}).get("report_resamples")
+    try:
+        return int(value) if value else stats.REPORT_B
+    except (TypeError, ValueError):
+        return stats.REPORT_B
+
+
+def comparisons(results: pd.DataFrame, *, resamples: int = stats.REPORT_B) -> pd.DataFrame:
+    """Paired bootstrap of each strategy against ``none``, per metric, on the traces both finished."""
+    ok = results[results.error.fillna("").astype(str) == ""] if "error" in results else results
+    frames = []
+    for metric in COMPARED:
+        if metric not in ok or not pd.to_numeric(ok[metric], errors="coerce").notna().any():
+            continue
+        table = ok.assign(**{metric: pd.to_numeric(ok[metric], errors="coerce")})
+        frames.append(stats.compare_to_baseline(table, metric, baseline=BASELINE, resamples=resamples))
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _end_probes(probes: pd.DataFrame) -> pd.DataFrame:
+    """Probes taken when each trace ended (all probes when the file has no ``moment``)."""
+    p = probes
+    if "moment" in p:
+        p = p[p.moment == "end"]
+    return p
+
+
+def complete_probes(probes: pd.DataFrame) -> pd.DataFrame:
+    """probes.csv with ``retained`` (from ``cls``) and a strategy column guaranteed."""
+    p = probes.copy()
+    if "strategy" not in p:
+        p["strategy"] = "?"
+    if "retained" not in p:
+        p["retained"] = p.cls == VERBATIM
+    else:
+        p["retained"] = p.retained.astype(str).str.lower() == "true"
+    if "needle_kind" not in p:
+        p["needle_kind"] = "needle"
+    return p
+
+
+def retention_overall(probes: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy at the end of the traces: n, class shares, control false positives, cliff round."""
+    every = complete_probes(probes)
+    p = _end_probes(every)
+    stated = p[p.needle_kind != "control"]
+    if stated.empty:
+        return pd.DataFrame(columns=["strategy", "n", "retention", *CLASSES])
+    out = pd.crosstab(stated.strategy, stated.cls, normalize="index").reindex(columns=list(CLASSES), fill_value=0.0)
+    out.insert(0, "retention", out[VERBATIM])
+    out.insert(0, "n", stated.groupby("strategy").size())
+    out = out.reset_index()
+    controls = p[p.needle_kind == "control"].assign(fp=lambda d: d.cls == FALSE_POSITIVE).groupby("strategy").fp
+    fpr = pd.DataFrame({"n": controls.size(), "false_positive_rate": controls.mean()}).reset_index()
+    out = out.merge(fpr.rename(columns={"n": "controls"}), on="strategy", how="left")
+    cliffs = cliff_table(every)
+    if len(cliffs):
+        out = out.merge(cliffs[["strategy", "rounds", "cliff_round"]], on="strategy", how="left")
+    return out
+
+
+def cliff_table(probes: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy: retention right after each compaction round and the first round below 50%
+    (<NA> when it never fell below); empty when the probes carry no compaction rounds."""
+    cols = ["strategy", "rounds", "retention_by_round", "cliff_round"]
+    p = complete_probes(probes)
+    if "round" not in p or "moment" not in p:
+        return pd.DataFrame(columns=cols)
+    p = p[(p.moment == "compaction") & (p.needle_kind != "control")]
+    rows = []
+    for strategy, g in p.groupby("strategy"):
+        by_round = g.groupby("round").retained.mean().sort_index()
+        below = by_round[by_round < CLIFF]
+        rows.append({"strategy": strategy, "rounds": len(by_round),
+                     "retention_by_round": {int(k): float(v) for k, v in by_round.items()},
+                     "cliff_round": int(below.index[0]) if len(below) else None})
+    out = pd.DataFrame(rows, columns=cols)
+    out["cliff_round"] = out.cliff_round.astype("Int64")
+    return out
+
+
+def retention_by(probes: pd.DataFrame, column: str, labels: Sequence[str] | None = None) -> pd.DataFrame:
+    """Strategy × ``column`` retention (end probes, controls excluded) with n per cell, long form."""
+    p = _end_probes(complete_probes(probes))
+    p = p[p.needle_kind != "control"]
+    if column not in p or p.empty:
+        return pd.DataFrame(columns=["strategy", column, "n", "retention"])
+    g = p.groupby(["strategy", column], observed=True).retained
+    out = pd.DataFrame({"n": g.size(), "retention": g.mean()}).reset_index()
+    if labels is not None:
+        out[column] = pd.Categorical(out[column], categories=list(labels), ordered=True)
+    return out.sort_values(["strategy", column])
+
+
+def age_buckets(probes: pd.DataFrame) -> pd.DataFrame:
+    """Probes with their age in tokens and in calls put in the report's bins (where present)."""
+    p = complete_probes(probes)
+    if "age_tokens" in p:
+        p["age_tokens_bucket"] = pd.cut(pd.to_numeric(p.age_tokens, errors="coerce"), AGE_TOKEN_EDGES,
+                                        labels=AGE_TOKEN_LABELS, right=False)
+    if "age_calls" in p:
+        p["age_calls_bucket"] = pd.cut(pd.to_numeric(p.age_calls, errors="coerce"), AGE_CALL_EDGES,
+                                       labels=AGE_CALL_LABELS, right=False)
+    return p
+
+
+def cost_truth(calls: pd.DataFrame) -> pd.DataFrame:
+    """bench.economics.cost_truth summed per strategy; ``false_economy`` counts traces."""
+    per_trace = economics.cost_truth(calls)
+    if per_trace.empty:
+        return per_trace
+    g = per_trace.groupby("strategy")
+    out = g[["input_tokens", "cache_read", "cost", "cost_no_cache", "summarizer_cost", "prefix_breaks",
+             "rewritten_tokens", "lost_prefix_tokens"]].sum()
+    out["traces"] = g.size()
+    out["false_economy"] = g.false_economy.sum().astype(int)
+    out["cache_hit_rate"] = out.cache_read / out.input_tokens.where(out.input_tokens != 0)
+    out["summarizer_share"] = out.summarizer_cost / out.cost.where(out.cost != 0)
+    out["cache_saving"] = 1 - out.cost / out.cost_no_cache.where(out.cost_no_cache != 0)
+    return out.fillna({"cache_hit_rate": 0.0, "summarizer_share": 0.0}).reset_index()
+
+
+def window(info: dict) -> int | None:
+    """The run model's context window (None when run.json names no known model)."""
+    try:
+        from bench.pricing import profile
+
+        return profile(str(info["config"]["model"])).context_window
+    except Exception:  # noqa: BLE001 - an unknown or missing model just leaves the window out
+        return None
+
+
+def trigger_points(events: pd.DataFrame, win: int) -> pd.DataFrame:
+    """bench.economics.trigger_gaps over the events that measured a context (tokens_before > 0)."""
+    need = {"trace", "strategy", "call", "hook", "kind", "estimate_before", "tokens_before"}
+    if events.empty or not need <= set(events.columns):
+        return pd.DataFrame(columns=[*need, "ratio", "late"])
+    e = events[pd.to_numeric(events.tokens_before, errors="coerce").fillna(0) > 0]
+    return economics.trigger_gaps(e, win) if len(e) else pd.DataFrame(columns=[*need, "ratio", "late"])
+
+
+def estimator(events: pd.DataFrame, calls: pd.DataFrame, win: int) -> pd.DataFrame:
+    """bench.economics.estimator_vs_truth, with events that measured nothing left out."""
+    if "estimate_tokens" not in calls or calls.empty:
+        return pd.DataFrame()
+    gaps = trigger_points(events, win)
+    return economics.estimator_vs_truth(gaps.drop(columns=["ratio", "late"], errors="ignore"), calls, win)
+
+
+def hidden_overflow_calls(calls: pd.DataFrame, win: int) -> pd.DataFrame:
+    if "estimate_tokens" not in calls or calls.empty:
+        return pd.DataFrame()
+    return economics.hidden_overflows(calls, win)
+
+
+FIDELITY_FROM_RESULTS = ("recorded_call", "replayed_call", "call_delta", "recorded_pre_tokens",
+                         "replayed_pre_tokens", "recorded_post_tokens", "replayed_post_tokens")
+
+
+def fidelity(fidelity_rows: pd.DataFrame | None, results: pd.DataFrame) -> pd.DataFrame:
+    """fidelity.csv as is, else the first compaction per trace from results.csv's fidelity columns."""
+    if fidelity_rows is not None and len(fidelity_rows):
+        return fidelity_rows
+    cols = [f"fidelity_{c}" for c in FIDELITY_FROM_RESULTS]
+    if "fidelity_recorded_call" not in results:
+        return pd.DataFrame()
+    r = results[results.fidelity_recorded_call.notna()]
+    if r.empty:
+        return pd.DataFrame()
+    out = r[["trace", "strategy", *(c for c in cols if c in r)]].rename(columns=lambda c: c.removeprefix("fidelity_"))
+    out.insert(2, "compaction", 0)
+    if "call_delta" not in out and "replayed_call" in out:
+        out["call_delta"] = out.replayed_call - out.recorded_call
+    return out.reset_index(drop=True)
+
+
+def safe_float(v: object) -> float:
+    try:
+        return float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def finite(v: object) -> bool:
+    return bool(np.isfinite(safe_float(v)))

@@ -1,0 +1,305 @@
+"""HTML of the scoring sections: paired comparisons, retention, summary sizes, cost truth,
+estimator vs truth and fidelity. Every number shown with its n; no bare means.
+
+The tables come from ``reports.scoring``; this module only formats them.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from bench import stats
+from reports import tables
+from reports.scoring import finite, safe_float
+
+Fmt = Callable[[float], str]
+pct: Fmt = lambda v: f"{v:.0%}"  # noqa: E731
+pct1: Fmt = lambda v: f"{v:.1%}"  # noqa: E731
+count: Fmt = lambda v: f"{v:,.0f}"  # noqa: E731
+ratio: Fmt = lambda v: f"{v:.2f}"  # noqa: E731
+tokens: Fmt = tables._tokens
+usd: Fmt = tables._usd
+MUTED_VERDICTS = (stats.NOT_SIGNIFICANT, "too few pairs")
+
+
+@dataclass(frozen=True)
+class Col:
+    key: str
+    label: str
+    fmt: Fmt
+    lower_is_better: bool | None = None
+    tip: str = ""
+
+
+def table(rows: pd.DataFrame, cols: Sequence[Col], *, name: str = "strategy", css: str = "plain score") -> str:
+    """A table of ``rows`` (first column ``name``) with shaded metric columns; "—" for missing values."""
+    cols = [c for c in cols if c.key in rows]
+    head = f"<th>{html.escape(name)}</th>" + "".join(
+        f'<th class=num title="{html.escape(c.tip or c.label)}">{html.escape(c.label)}'
+        f'{ {True: " ↓", False: " ↑", None: ""}[c.lower_is_better]}</th>' for c in cols)
+    shades = {c.key: tables._shade(pd.to_numeric(rows[c.key], errors="coerce"), c.lower_is_better) for c in cols}
+    body = []
+    for i, (_, r) in enumerate(rows.iterrows()):
+        label = html.escape(str(r[name]))
+        cells = [f"<td class=name>{label}</td>"]
+        for c in cols:
+            v = r[c.key]
+            text = html.escape(v) if isinstance(v, str) else c.fmt(safe_float(v)) if finite(v) else "—"
+            style = f' style="{shades[c.key][i]}"' if shades[c.key][i] else ""
+            cells.append(f"<td class=num{style}>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _ordered(df: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
+    rank = {s: i for i, s in enumerate(order)}
+    return df.assign(_o=df.strategy.map(lambda s: rank.get(s, len(rank)))).sort_values(["_o", "strategy"]).drop(
+        columns="_o")
+
+
+def muted(text: str) -> str:
+    return f"<p class=muted>{html.escape(text)}</p>"
+
+
+# -- paired comparisons ---------------------------------------------------------------------
+
+def _signed(fmt: Fmt, unit: str = "") -> Fmt:
+    """+x / −x with a true minus sign, and a plain 0 (no sign) for an exact zero."""
+    return lambda v: "0" + unit if v == 0 else ("+" if v > 0 else "−") + fmt(abs(v)) + unit
+
+
+DIFF_FORMAT: dict[str, Fmt] = {
+    "cost": _signed(usd), "input_tokens": _signed(tokens), "retention": _signed(lambda v: f"{v * 100:.1f}", " pp"),
+}
+COMPARE_LABEL = {"cost": "cost per trace", "input_tokens": "input tokens per trace", "retention": "needle retention"}
+LOWER_BETTER = {"cost": True, "input_tokens": True, "retention": False}
+
+
+def _verdict(metric: str, r: pd.Series) -> str:
+    verdict = str(r.verdict)
+    if verdict in MUTED_VERDICTS:
+        return f'<span class="badge ns">{html.escape(verdict)}</span>'
+    good = (verdict == "lower") == LOWER_BETTER[metric]
+    return f'<span class="badge {"good" if good else "bad"}">significantly {html.escape(verdict)}</span>'
+
+
+def _compare_cell(metric: str, r: pd.Series | None) -> str:
+    if r is None or not finite(r.mean_diff):
+        return "<td class=cmp>—</td>"
+    fmt = DIFF_FORMAT[metric]
+    rel = ""
+    if metric != "retention" and finite(r.mean_baseline) and r.mean_baseline:
+        rel = f' <span class="delta">({r.mean_diff / abs(r.mean_baseline):+.1%})</span>'.replace("-", "−")
+    ci = (f'<div class=ci>95% CI {fmt(r.ci_low)} … {fmt(r.ci_high)}</div>' if int(r.n) >= 2 else "")
+    return f"<td class=cmp><b>{fmt(r.mean_diff)}</b>{rel} {_verdict(metric, r)}{ci}</td>"
+
+
+def comparisons_html(comp: pd.DataFrame, order: Sequence[str], resamples: int) -> str:
+    if comp.empty:
+        return muted("No comparison: this run has no `none` baseline to pair the strategies with.")
+    metrics = [m for m in COMPARE_LABEL if (comp.metric == m).any()]
+    strategies = [s for s in order if (comp.strategy == s).any()]
+    pairs = comp.groupby("strategy").n.max()
+    head = "<tr><th>strategy</th><th class=num>pairs</th>" + "".join(
+        f"<th>{html.escape(COMPARE_LABEL[m])} − none</th>" for m in metrics) + "</tr>"
+    body = []
+    for s in strategies:
+        cells = [f"<td class=name>{html.escape(s)}</td><td class=num>{int(pairs[s])}</td>"]
+        for m in metrics:
+            hit = comp[(comp.strategy == s) & (comp.metric == m)]
+            cells.append(_compare_cell(m, hit.iloc[0] if len(hit) else None))
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    base = comp.drop_duplicates("metric").set_index("metric").mean_baseline
+    note = ("Mean over the paired traces of (strategy − none); the percentage is relative to none's mean ("
+            + ", ".join(f"{COMPARE_LABEL[m]} {(pct1 if m == 'retention' else usd if m == 'cost' else tokens)(base[m])}"
+                        for m in metrics if finite(base.get(m))) +
+            f"). Intervals: paired nonparametric bootstrap over traces, B = {resamples:,} resamples, seed 0. "
+            "“not significant” = the interval holds zero; with a single trace there is nothing to resample.")
+    if 2 <= int(comp.n.max()) < 10:
+        note += (f" Only {int(comp.n.max())} paired traces: a bootstrap over so few pairs gives rough, "
+                 "too-narrow intervals; treat a “significant” verdict here as a hint.")
+    return (f'<div class=scroll><table class="plain compare"><thead>{head}</thead><tbody>{"".join(body)}</tbody>'
+            f"</table></div><p class=legend>{html.escape(note)}</p>")
+
+
+def significance_line(comp: pd.DataFrame) -> str | None:
+    """One headline sentence: which strategies' cost differs from none beyond chance."""
+    c = comp[comp.metric == "cost"] if len(comp) else comp
+    if c.empty:
+        return None
+    n = int(c.n.max())
+    if n < 2:
+        return f"Only {n} trace paired with <code>none</code>: too few pairs for confidence intervals."
+    groups = {v: [html.escape(s) for s in c[c.verdict == v].strategy]
+              for v in ("lower", "higher", stats.NOT_SIGNIFICANT)}
+    parts = [f"{label}: " + ", ".join(f"<b>{s}</b>" for s in groups[v])
+             for v, label in (("lower", "significantly cheaper"), ("higher", "significantly dearer"),
+                              (stats.NOT_SIGNIFICANT, "not significant")) if groups[v]]
+    return f"Cost vs <code>none</code>, paired over up to {n} traces (95% CI): " + "; ".join(parts) + "."
+
+
+# -- needle retention ------------------------------------------------------------------------
+
+RETENTION_COLS = (
+    Col("n", "needles", count, None, "stated needles probed when the trace ended (controls excluded)"),
+    Col("retained-verbatim", "retained verbatim", pct, False, "answer still verbatim in the context sent"),
+    Col("recoverable-by-reference", "recoverable by reference", pct, False,
+        "answer gone, but the file path or command that fetches it is still there"),
+    Col("stale", "stale", pct, True, "only an update needle's superseded value is left"),
+    Col("missing", "missing", pct, True, "none of the above"),
+    Col("cliff", "cliff round", str, None,
+        "first compaction round whose retention fell below 50% (never: it compacted and never did; —: no rounds)"),
+    Col("controls", "control needles", count, None, "never-stated needles probed"),
+    Col("false_positive_rate", "controls found", pct, True, "share of never-stated control needles found anyway"),
+)
+
+
+def heat(long: pd.DataFrame, column: str, order: Sequence[str], title: str) -> str:
+    """A strategy × ``column`` retention grid; each cell shows its share and its n."""
+    if long.empty:
+        return ""
+    cats = [c for c in (long[column].cat.categories if hasattr(long[column], "cat") else sorted(long[column].unique()))
+            if (long[column] == c).any()]
+    head = "<tr><th>strategy</th>" + "".join(f"<th class=num>{html.escape(str(c))}</th>" for c in cats) + "</tr>"
+    body = []
+    for s in [s for s in order if (long.strategy == s).any()]:
+        cells = []
+        for c in cats:
+            hit = long[(long.strategy == s) & (long[column] == c)]
+            if hit.empty:
+                cells.append("<td class=num>·</td>")
+                continue
+            v, n = float(hit.retention.iloc[0]), int(hit.n.iloc[0])
+            cells.append(f'<td class=num style="background:hsl({v * 125:.0f},62%,86%)">{v:.0%}'
+                         f" <span class=n>n={n}</span></td>")
+        body.append(f"<tr><td class=name>{html.escape(s)}</td>{''.join(cells)}</tr>")
+    return (f"<h3>{html.escape(title)}</h3><div class=scroll><table class=\"plain heat\"><thead>{head}</thead>"
+            f"<tbody>{''.join(body)}</tbody></table></div>")
+
+
+def retention_html(overall: pd.DataFrame, order: Sequence[str]) -> str:
+    if overall.empty:
+        return muted("No stated needles were probed at the end of a trace.")
+    o = overall.copy()
+    rounds = o["rounds"] if "rounds" in o else pd.Series(0, index=o.index)
+    cliff = o["cliff_round"] if "cliff_round" in o else pd.Series(pd.NA, index=o.index)
+    o["cliff"] = [("—" if pd.isna(r) or not r else "never") if pd.isna(c) else f"round {int(c)}"
+                  for r, c in zip(rounds, cliff, strict=True)]
+    return f"<div class=scroll>{table(_ordered(o, order), RETENTION_COLS)}</div>"
+
+
+def rounds_html(cliffs: pd.DataFrame, order: Sequence[str]) -> str:
+    """The retention-by-round numbers behind the chart, collapsed."""
+    have = cliffs[cliffs.rounds.fillna(0) > 0] if len(cliffs) else cliffs
+    if have.empty:
+        return ""
+    top = max(max(d) for d in have.retention_by_round)
+    head = "<tr><th>strategy</th>" + "".join(f"<th class=num>round {k}</th>" for k in range(1, top + 1)) + "</tr>"
+    body = "".join(
+        f"<tr><td class=name>{html.escape(r.strategy)}</td>" + "".join(
+            f"<td class=num>{r.retention_by_round[k]:.0%}</td>" if k in r.retention_by_round else "<td class=num>·</td>"
+            for k in range(1, top + 1)) + "</tr>" for _, r in _ordered(have, order).iterrows())
+    return (f"<details><summary>Retention per compaction round (numbers)</summary><table class=plain><thead>{head}"
+            f"</thead><tbody>{body}</tbody></table></details>")
+
+
+# -- summary sizes, cost truth, estimator, fidelity --------------------------------------------
+
+
+def summary_sizes_html(sizes: pd.DataFrame, order: Sequence[str], reserve: int) -> str:
+    if sizes.empty:
+        return muted("No strategy wrote a summary in this run.")
+    cols = [Col("n", "n", count), *(Col(f"p{q:g}", f"p{q:g}", count, True) for q in stats.QUANTILES),
+            Col("max", "max", count, True), Col("over_reserve", f"over {reserve / 1000:g}K", count, True),
+            Col("over_reserve_share", f"share over {reserve / 1000:g}K", pct1, True,
+                "summaries longer than the output reserve would have been cut off")]
+    note = ("Output tokens per summary written, with n. A high percentile needs many summaries (p99.9 about "
+            "1,000): with fewer it is close to the max.")
+    return f"<div class=scroll>{table(_ordered(sizes, order), cols)}</div><p class=legend>{note}</p>"
+
+
+COST_COLS = (
+    Col("cost", "cost", usd, True, "with the prompt cache"), Col("cost_no_cache", "cost without cache", usd, True),
+    Col("cache_saving", "saved by the cache", pct, False, "1 − cost / cost without cache"),
+    Col("summarizer_share", "summarizer share", pct1, True), Col("cache_hit_rate", "cache-hit rate", pct, False),
+    Col("prefix_breaks", "prefix breaks", count, True),
+    Col("rewritten_tokens", "tokens re-written", tokens, True, "cache writes of agent calls that broke the prefix"),
+    Col("lost_prefix_tokens", "prefix lost", tokens, True, "previous request's tokens not read back after a break"),
+)
+
+
+def cost_html(cost: pd.DataFrame, order: Sequence[str]) -> str:
+    if cost.empty:
+        return muted("No calls recorded.")
+    c = _ordered(cost, order)
+    body = table(c, COST_COLS)
+    flagged = c[c.false_economy > 0]
+    note = ("No false economy: no strategy billed fewer tokens than <code>none</code> on a trace while costing more."
+            if flagged.empty else "False economy (fewer input tokens than <code>none</code> on the same trace, more "
+            "dollars): " + ", ".join(f'<b>{html.escape(r.strategy)}</b> <span class="badge warn">{int(r.false_economy)}'
+                                      f" of {int(r.traces)} traces</span>" for _, r in flagged.iterrows()) + ".")
+    return f"<div class=scroll>{body}</div><p class=legend>{note}</p>"
+
+
+ESTIMATOR_COLS = (
+    Col("triggers", "actions measured", count, None, "strategy events taken on a measured context"),
+    Col("trigger_ratio_p10", "ratio p10", ratio), Col("trigger_ratio_p50", "ratio p50", ratio),
+    Col("trigger_ratio_p90", "ratio p90", ratio),
+    Col("late_triggers", "late actions", count, True, "acted when the truth was already over the window"),
+    Col("calls", "calls", count), Col("call_ratio_p50", "ratio p50 over calls", ratio),
+    Col("hidden_overflows", "hidden overflows", count, True, "estimate fit the window, the truth did not"),
+)
+
+
+def estimator_html(est: pd.DataFrame, hidden: pd.DataFrame, order: Sequence[str], win: int | None) -> str:
+    if win is None:
+        return muted("run.json names no known model, so there is no window to test the estimates against.")
+    if est.empty:
+        return muted("calls.csv carries no estimates (an older run): nothing to compare.")
+    out = f"<div class=scroll>{table(_ordered(est, order), ESTIMATOR_COLS)}</div>"
+    if len(hidden):
+        h = hidden.sort_values(["strategy", "trace", "call"]).head(50)
+        rows = [(r.trace, r.strategy, int(r.call), f"{int(r.estimate_tokens):,}", f"{int(r.prompt_tokens):,}",
+                 f"{int(r.output_tokens):,}") for _, r in h.iterrows()]
+        from reports.listings import details as _details
+
+        more = f" (first 50 of {len(hidden)})" if len(hidden) > 50 else ""
+        out += _details(f"{len(hidden)} hidden overflows: calls whose estimate fit the {win:,}-token window "
+                        f"and whose truth did not{more}",
+                        ("trace", "strategy", "call", "estimate", "true prompt", "output"), rows)
+    return out
+
+
+FIDELITY_COLS = (
+    ("compaction", "#", count), ("trigger", "trigger", str), ("recorded_call", "recorded call", count),
+    ("replayed_call", "replayed call", count), ("call_delta", "Δ calls", lambda v: f"{v:+,.0f}"),
+    ("recorded_pre_tokens", "recorded pre", count), ("replayed_pre_tokens", "replayed pre", count),
+    ("recorded_post_tokens", "recorded post", count), ("replayed_post_tokens", "replayed post", count),
+    ("post_ratio", "post ratio", ratio),
+)
+
+
+def fidelity_html(fid: pd.DataFrame) -> str:
+    if fid.empty:
+        return muted("No fidelity check: no trace in this run carries a recorded compaction of an agent "
+                     "we re-implement (fidelity.csv absent).")
+    cols = [c for c in FIDELITY_COLS if c[0] in fid]
+    head = "<tr><th>trace</th><th>strategy</th>" + "".join(
+        f"<th class=num>{html.escape(label)}</th>" for _, label, _ in cols) + "</tr>"
+    body = []
+    for _, r in fid.iterrows():
+        cells = [f"<td><code>{html.escape(str(r.trace))}</code></td><td class=name>{html.escape(str(r.strategy))}</td>"]
+        for key, _, fmt in cols:
+            v = r[key]
+            ok = isinstance(v, str) and v or finite(v)
+            text = html.escape(fmt(v) if fmt is str else fmt(safe_float(v))) if ok else "—"
+            if key == "replayed_call" and not ok:
+                text = '<span class="badge warn">not replayed</span>'
+            cells.append(f"<td class=num>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (f'<div class=scroll><table class="plain fidelity"><thead>{head}</thead><tbody>{"".join(body)}</tbody>'
+            "</table></div>")
