@@ -104,7 +104,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--strategies", nargs="+", metavar="SPEC",
                    help="names, name@key=value,... or module:Class (default: every registered strategy)")
     r.add_argument("--model", default="claude-sonnet-4-5", help="model id priced in bench/data/prices.toml")
-    r.add_argument("--summarizer", default="extractive", help="extractive (offline) or anthropic")
+    r.add_argument("--summarizer", default="extractive",
+                   help="extractive (offline, the default), recorded (a real trace's own summaries) or anthropic")
     r.add_argument("--summarizer-model", default=None,
                    help="the summarizer's model (anthropic: the model called; extractive: the model billed)")
     r.add_argument("--seed", type=int, default=0)

@@ -160,9 +160,11 @@ def run_task(index: int, spec: strategies.StrategySpec, config: RunConfig) -> Ta
     """Replay one trace through one strategy; any exception becomes the task's recorded error."""
     trace = _TRACES[index]
     try:
+        from bench.summarizers import PER_TRACE
         from bench.summarizers import build as build_summarizer
 
-        summarizer = build_summarizer(config.summarizer, **config.summarizer_options)
+        per_trace = {"trace": trace} if config.summarizer in PER_TRACE else {}
+        summarizer = build_summarizer(config.summarizer, **config.summarizer_options, **per_trace)
         replay_config = ReplayConfig(
             profile(config.model),
             profile(config.summarizer_model) if config.summarizer_model else None,

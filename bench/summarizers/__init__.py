@@ -1,8 +1,9 @@
 """Summarizers: what a strategy calls when it needs an LLM to write a summary.
 
 ``extractive`` (offline, deterministic, the default) builds a bounded summary from the messages
-themselves. Every summarizer returns its text and the usage of the call, which the replay bills
-as its own ledger row.
+themselves; ``recorded`` answers with the summaries a real trace already holds; ``anthropic``
+calls the real API through the official SDK. Every summarizer returns its text and the usage of
+the call, which the replay bills as its own ledger row.
 
 Adding a summarizer: 1. write ``bench/summarizers/<name>.py`` with a class that has
 ``summarize(request) -> Summary``; 2. add it to ``SUMMARIZERS``; 3. test it offline.
@@ -56,7 +57,10 @@ class Summarizer(Protocol):
 SUMMARIZERS: dict[str, str] = {
     "extractive": "bench.summarizers.extractive:ExtractiveSummarizer",
     "anthropic": "bench.summarizers.anthropic:AnthropicSummarizer",
+    "recorded": "bench.summarizers.recorded:RecordedSummarizer",
 }
+PER_TRACE = frozenset({"recorded"})
+"""Summarizers built per trace (the runner passes ``trace=``)."""
 
 
 def build(name: str, **kwargs: Any) -> Summarizer:

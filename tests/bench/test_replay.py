@@ -125,3 +125,20 @@ def test_text_answer_without_usage_counts_its_own_tokens_as_output():
                         Message("assistant", (Text("hello there"),))))
     (call,) = replay(trace, strategies.build("none"), ReplayConfig(profile("gpt-5")), counter=TokenCounter()).calls
     assert call.output_tokens == TokenCounter().truth(trace.messages[-1])
+
+
+def test_on_the_long_scenario_opencode_bills_less_than_none_and_overflows_less(sonnet):
+    """The foundation's end-to-end claim, on the bundled scenario `make bench` replays."""
+    from traces.synthetic import generate
+
+    trace = generate("long", seed=0)
+    counter = TokenCounter()
+    counter.prime(trace.messages)
+    runs = {name: replay(trace, strategies.build(name), ReplayConfig(sonnet), counter=counter)
+            for name in ("none", "opencode")}
+    billed = {n: sum(c.prompt_tokens for c in r.calls) for n, r in runs.items()}
+    overflows = {n: sum(c.overflow for c in r.calls if c.kind == "agent") for n, r in runs.items()}
+    assert max(c.prompt_tokens for c in runs["none"].calls) > sonnet.context_window  # it does cross the window
+    assert billed["opencode"] < billed["none"]
+    assert overflows["opencode"] < overflows["none"]
+    assert any(e.kind == "summarize" for e in runs["opencode"].events)
