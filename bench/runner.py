@@ -9,6 +9,7 @@ there (resume), and a task that raises is recorded as an error without losing th
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import multiprocessing
 import traceback
@@ -96,9 +97,29 @@ def _default_scenarios() -> tuple[str, ...]:
     return DEFAULT_BENCH
 
 
+def expand_grid(text: str) -> list[str]:
+    """``name@a=1|2,b=x|y`` → one spec per combination (a threshold sweep), in order.
+
+    ``|`` separates the values to try for one parameter; a spec without ``|`` is returned as is.
+    """
+    name, sep, rest = text.partition("@")
+    if not sep or "|" not in rest:
+        return [text]
+    keys, choices = [], []
+    for item in filter(None, rest.split(",")):
+        key, eq, values = item.partition("=")
+        if not eq:
+            raise strategies.StrategyError(f"strategy {text!r}: parameter {item!r} is not key=value")
+        keys.append(key.strip())
+        choices.append([v.strip() for v in values.split("|")])
+    return [name + "@" + ",".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
+            for combo in itertools.product(*choices)]
+
+
 def strategy_specs(config: RunConfig) -> list[strategies.StrategySpec]:
     """Parse and build every strategy once, so a bad name fails before any replay."""
-    specs = [strategies.parse_spec(s) for s in (config.strategies or strategies.names())]
+    texts = [t for s in (config.strategies or strategies.names()) for t in expand_grid(s)]
+    specs = list({spec.label: spec for spec in map(strategies.parse_spec, texts)}.values())
     for spec in specs:
         strategies.build(spec)
     return specs

@@ -90,3 +90,19 @@ def test_missing_api_key_is_a_clear_error_before_any_replay(tmp_path, trace_file
     assert code == 2
     assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_threshold_sweep_expands_into_one_strategy_per_value(tmp_path, trace_file):
+    from bench.runner import expand_grid
+
+    assert expand_grid("opencode@prune_protect=20000|40000,prune_minimum=0|5") == [
+        "opencode@prune_protect=20000,prune_minimum=0", "opencode@prune_protect=20000,prune_minimum=5",
+        "opencode@prune_protect=40000,prune_minimum=0", "opencode@prune_protect=40000,prune_minimum=5"]
+    assert expand_grid("opencode") == ["opencode"]
+    code = main(["run", "--traces", str(trace_file), "--strategies", "none", "observation-masking@n=2|4", "none",
+                 "--workers", "1", "--name", "s", "--out", str(tmp_path), "--quiet", "--no-report"])
+    assert code == 0
+    results = pd.read_csv(tmp_path / "s" / "results.csv")
+    assert sorted(results.strategy) == ["none", "observation-masking@n=2", "observation-masking@n=4"]
+    tokens = results.set_index("strategy").input_tokens
+    assert tokens["observation-masking@n=2"] < tokens["observation-masking@n=4"] < tokens["none"]
