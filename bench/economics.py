@@ -99,9 +99,32 @@ def _ratio(num: pd.Series, den: pd.Series) -> pd.Series:
     return (num / den.where(den != 0)).fillna(0.0)
 
 
+def chained(events: pd.DataFrame) -> pd.Series:
+    """True for an event that continues the previous one's outcome (in record order).
+
+    One outcome can hold several events (Claude Code's summarize then reinject, a mask after a
+    summary): each is recorded with the estimate of the context *before the outcome*, while its
+    ``tokens_before`` is the truth of the intermediate context the previous event left. Only the
+    first event of an outcome compares an estimate and a truth of the same context. An event is
+    chained when it shares (trace, strategy, call, hook, estimate_before) with the previous row
+    and starts where that row ended (its tokens_before is the previous tokens_after).
+    """
+    keys = [*KEYS, "call", "hook", "estimate_before"]
+    prev = events.shift(1)
+    same = pd.Series(True, index=events.index)
+    for k in keys:
+        same &= events[k].eq(prev[k])
+    return (same & events.tokens_before.eq(prev.tokens_after)).fillna(False).astype(bool)
+
+
 def trigger_gaps(events: pd.DataFrame, window: int) -> pd.DataFrame:
-    """Per strategy event: the strategy's estimate over the truth when it acted, and whether the
-    truth was already over ``window`` while the estimate was not (a trigger that came too late)."""
+    """Per strategy action: the strategy's estimate over the truth when it acted, and whether the
+    truth was already over ``window`` while the estimate was not (a trigger that came too late).
+
+    Events that continue an outcome (``chained``) are left out: their estimate and truth describe
+    different contexts (a reinject after a summary would read as a 30x over-count).
+    """
+    events = events[~chained(events)] if "tokens_after" in events else events
     e = events[[*KEYS, "call", "hook", "kind", "estimate_before", "tokens_before"]].copy()
     e["ratio"] = _ratio(e.estimate_before.astype(float), e.tokens_before.astype(float))
     e["late"] = (e.tokens_before > window) & (e.estimate_before <= window)

@@ -33,7 +33,7 @@ MATCHING_STRATEGY = {
 
 COLUMNS = (
     "trace", "strategy", "compaction", "trigger", "recorded_call", "replayed_call", "call_delta",
-    "recorded_pre_tokens", "recorded_pre_usage", "replayed_pre_tokens", "replayed_pre_estimate",
+    "recorded_pre_tokens", "recorded_pre_usage", "recorded_pre_truth", "replayed_pre_tokens", "replayed_pre_estimate",
     "recorded_post_tokens", "recorded_post_usage", "replayed_post_tokens", "post_ratio",
     "recorded_summary_tokens", "replayed_summary_tokens", "replayed_compactions",
 )
@@ -121,6 +121,15 @@ def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | N
 
     Replayed columns are None when the replay compacted fewer times than the recorded agent.
     ``post_ratio`` = replayed_post_tokens / recorded_post_tokens.
+
+    Sizes come in two units. ``recorded_pre_tokens`` (compact_boundary's preTokens) and the
+    ``*_usage`` columns are the provider's counts: they include the system prompt and tool
+    definitions a trace does not carry, in the provider's tokenizer. ``recorded_pre_truth``,
+    ``recorded_post_tokens`` and the ``replayed_*`` sizes are our tokenizer over trace messages,
+    so compare replayed_pre_tokens with recorded_pre_truth: the messages the recorded agent held
+    when it compacted (since its previous compaction, plus the system message). The replayed
+    size also holds the inputs of the step the compaction fired in, which the recorded agent
+    appended only after compacting.
     """
     counter = counter or TokenCounter()
     msgs = trace.messages
@@ -131,6 +140,9 @@ def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | N
     rows = []
     for k, rc in enumerate(trace.compactions):
         start = rc.message_index
+        since = trace.compactions[k - 1].message_index if k else 0
+        held = msgs[since:start]
+        pre_truth = sum(counter.truth(m) for m in held) + (system if since > 0 else 0)
         recorded_call = sum(1 for i in answers if i < start)
         before = [msgs[i] for i in answers if i < start and msgs[i].usage is not None]
         after = next((i for i in answers if i >= start), len(msgs))
@@ -140,6 +152,7 @@ def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | N
             "trace": trace.id, "strategy": result.strategy, "compaction": k, "trigger": rc.trigger,
             "recorded_call": recorded_call, "recorded_pre_tokens": rc.pre_tokens,
             "recorded_pre_usage": before[-1].usage.prompt_tokens + before[-1].usage.output_tokens if before else None,
+            "recorded_pre_truth": pre_truth,
             "recorded_post_tokens": post,
             "recorded_post_usage": next_usage.prompt_tokens if next_usage is not None else None,
             "recorded_summary_tokens": counter.text(rc.summary) if rc.summary else None,

@@ -81,8 +81,10 @@ def frames(results: Iterable[TaskResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
     return calls, events
 
 
-FIDELITY_COLUMNS = ("recorded_call", "replayed_call", "call_delta", "recorded_pre_tokens", "replayed_pre_tokens",
-                    "recorded_post_tokens", "replayed_post_tokens")
+FIDELITY_COLUMNS = ("recorded_call", "replayed_call", "call_delta", "recorded_pre_tokens", "recorded_pre_truth",
+                    "replayed_pre_tokens", "recorded_post_tokens", "replayed_post_tokens")
+"""bench.fidelity's columns for the first recorded compaction, prefixed ``fidelity_`` in results.csv:
+``recorded_pre_tokens`` is the provider's count, the others our tokenizer's (see ``fidelity_rows``)."""
 
 
 def _scores(r: TaskResult, agent: pd.DataFrame, events: pd.DataFrame, window: int | None) -> dict[str, object]:
@@ -98,7 +100,12 @@ def _scores(r: TaskResult, agent: pd.DataFrame, events: pd.DataFrame, window: in
         out["cliff_round"] = cliff.cliff_round.iloc[0] if len(cliff) else pd.NA
         fpr = false_positive_rate(probes)
         out["false_positive_rate"] = float(fpr.false_positive_rate.iloc[0]) if len(fpr) else np.nan
-    acted = events[events.tokens_before > 0] if len(events) else events
+    if len(events):
+        from bench.economics import chained
+
+        acted = events[(events.tokens_before > 0) & ~chained(events)]
+    else:
+        acted = events
     out["estimate_ratio"] = float((acted.estimate_before / acted.tokens_before).median()) if len(acted) else np.nan
     out["hidden_overflows"] = int(((agent.estimate_tokens + agent.output_tokens <= window)
                                    & (agent.prompt_tokens + agent.output_tokens > window)).sum()) \

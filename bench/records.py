@@ -5,6 +5,7 @@ These rows are the source of truth; every metric is derived from them (bench/met
 Schema history of the files written from these rows (calls.csv, events.jsonl, summaries.jsonl,
 results.csv, run.json carry ``schema_version``):
   1. first version.
+  2. summaries.jsonl: ``max_tokens``, the output budget each summary was given.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class SummaryRecord:
     tokens: int
     text: str
     summarizer: str
+    max_tokens: int | None = None
+    """The output budget the strategy gave this summary (its reserve), when known."""
 
 
 @dataclass

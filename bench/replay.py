@@ -86,7 +86,8 @@ def replay(
             )
         )
         result.summaries.append(
-            SummaryRecord(trace.id, label, session.call_index, summary.output_tokens, summary.text, summary.model)
+            SummaryRecord(trace.id, label, session.call_index, summary.output_tokens, summary.text, summary.model,
+                          request.max_tokens)
         )
 
     session.on_summary = bill_summary

@@ -19,7 +19,8 @@ DEFAULT_B = 2_000
 REPORT_B = 10_000
 """Resamples in report mode (the Complexity Trap's B)."""
 SUMMARY_RESERVE = 20_000
-"""Output reserve to test summaries against: Claude Code's 20K, justified by the seed's p99.99 of 17,387."""
+"""Fallback output reserve, when a summary does not record its own ``max_tokens``: Claude Code's
+20K (MAX_OUTPUT_TOKENS_FOR_SUMMARY), justified by the seed's p99.99 of 17,387."""
 NOT_SIGNIFICANT = "not significant"
 
 
@@ -39,19 +40,29 @@ def percentiles(values: Sequence[float] | np.ndarray | pd.Series, qs: Sequence[f
 
 def summary_sizes(summaries: pd.DataFrame, reserve: int = SUMMARY_RESERVE,
                   qs: Sequence[float] = QUANTILES) -> pd.DataFrame:
-    """Per strategy: n, percentiles and max of summary tokens, and how many exceed ``reserve``.
+    """Per strategy: n, percentiles and max of summary tokens, and how many exceed the output reserve.
 
-    ``summaries`` has SummaryRecord columns (``strategy``, ``tokens``). A summary longer than
-    the output reserve would have been cut off (or overflowed) in the real agent.
+    ``summaries`` has SummaryRecord columns (``strategy``, ``tokens``). Each summary is tested
+    against its own strategy's reserve, the ``max_tokens`` it asked the summarizer for (OpenCode
+    32K, Claude Code 20K, Cline 4,096, Codex the model's max output, ...), when the records carry
+    that column; ``reserve`` stands in where they do not. A summary longer than its reserve would
+    have been cut off in the real agent. ``reserve`` in the output is the strategy's largest
+    reserve and ``reserve_source`` says which of the two was used.
     """
-    cols = ["strategy", "n", *(_label(q) for q in qs), "max", "over_reserve", "over_reserve_share"]
+    cols = ["strategy", "n", *(_label(q) for q in qs), "max", "reserve", "reserve_source", "over_reserve",
+            "over_reserve_share"]
     if summaries.empty:
         return pd.DataFrame(columns=cols)
+    own = pd.to_numeric(summaries["max_tokens"], errors="coerce") if "max_tokens" in summaries else None
     rows = []
     for strategy, g in summaries.groupby("strategy"):
         tokens = g.tokens.to_numpy(dtype=float)
-        over = int((tokens > reserve).sum())
+        limit = own.loc[g.index] if own is not None else pd.Series(np.nan, index=g.index)
+        source = "strategy" if limit.notna().all() else "default" if limit.isna().all() else "mixed"
+        limits = limit.fillna(reserve).to_numpy(dtype=float)
+        over = int((tokens > limits).sum())
         rows.append({"strategy": strategy, **percentiles(tokens, qs), "max": float(tokens.max()),
+                     "reserve": float(limits.max()), "reserve_source": source,
                      "over_reserve": over, "over_reserve_share": over / len(tokens)})
     return pd.DataFrame(rows, columns=cols)
 

@@ -153,9 +153,9 @@ def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFram
         out["retention"].append((score_charts.retention_classes(s.retention, order, run_dir / "retention_classes.png"),
                                  "Share of stated needles in each class when the trace ended (n = needle probes)."))
         out["retention"].append((charts.retention_by_age(run.probes, order, run_dir / "retention_by_age.png"),
-                                 "Share of planted needles still present verbatim when the trace ended, by needle "
-                                 "age; “+ ref” is the extra share recoverable through a file path or command "
-                                 "still in context."))
+                                 "Share of stated needles (planted, or derived from a real trace) still present "
+                                 "verbatim when the trace ended, by needle age; “+x% ref” is the further share "
+                                 "recoverable through a file path or command still in context."))
         if len(s.cliffs) and (s.cliffs.rounds > 1).any():  # one round is a dot: the table says it
             out["retention"].append((score_charts.retention_by_round(s.cliffs, colors,
                                                                      run_dir / "retention_by_round.png"),

@@ -258,7 +258,7 @@ def retention_by_age(probes: pd.DataFrame, strategies: Sequence[str], path: Path
     p = probes[probes.needle_kind != "control"] if "needle_kind" in probes else probes
     p = p[p.moment == "end"] if "moment" in p else p
     with _figure(path) as (fig, ax):
-        title = "Needle retention by age at the end of the trace (retained verbatim; + recoverable by reference)"
+        title = "Needle retention at the end of the trace, by needle age"
         if p.empty:
             _empty(ax, title, "no needle probes in this run")
             return path
@@ -278,7 +278,7 @@ def retention_by_age(probes: pd.DataFrame, strategies: Sequence[str], path: Path
             for j in range(len(cols)):
                 if np.isnan(verbatim[i, j]):
                     continue
-                ref = f"\n+{by_ref[i, j]:.0%} ref" if by_ref[i, j] > 0 and len(rows) <= 14 else ""
+                ref = f"  +{by_ref[i, j]:.0%} ref" if by_ref[i, j] > 0 else ""
                 dark = 0.25 < verbatim[i, j] < 0.8
                 ax.text(j, i, f"{verbatim[i, j]:.0%}{ref}", ha="center", va="center", fontsize=8,
                         color="#222222" if dark else "white")
@@ -286,7 +286,8 @@ def retention_by_age(probes: pd.DataFrame, strategies: Sequence[str], path: Path
         ax.set_xticks(range(len(cols)), [f"{c}\n(n={n})" for c, n in zip(cols, counts, strict=True)])
         ax.set_yticks(range(len(rows)), rows)
         ax.grid(False)
-        ax.set_xlabel("needle age when probed (tokens since it was stated)")
+        ax.set_xlabel("needle age when probed (tokens since it was stated)\n"
+                      "colour and % = retained verbatim;  +x% ref = also recoverable through a path or command")
         ax.set_title(title)
         fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02, format=ticker.PercentFormatter(1.0))
     return path

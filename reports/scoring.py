@@ -167,11 +167,13 @@ def window(info: dict) -> int | None:
 
 
 def trigger_points(events: pd.DataFrame, win: int) -> pd.DataFrame:
-    """bench.economics.trigger_gaps over the events that measured a context (tokens_before > 0)."""
+    """bench.economics.trigger_gaps over the actions that measured a context (tokens_before > 0),
+    each outcome's first event only (``bench.economics.chained``)."""
     need = {"trace", "strategy", "call", "hook", "kind", "estimate_before", "tokens_before"}
     if events.empty or not need <= set(events.columns):
         return pd.DataFrame(columns=[*need, "ratio", "late"])
-    e = events[pd.to_numeric(events.tokens_before, errors="coerce").fillna(0) > 0]
+    first = ~economics.chained(events) if "tokens_after" in events else True
+    e = events[first & (pd.to_numeric(events.tokens_before, errors="coerce").fillna(0) > 0)]
     return economics.trigger_gaps(e, win) if len(e) else pd.DataFrame(columns=[*need, "ratio", "late"])
 
 
@@ -189,7 +191,7 @@ def hidden_overflow_calls(calls: pd.DataFrame, win: int) -> pd.DataFrame:
     return economics.hidden_overflows(calls, win)
 
 
-FIDELITY_FROM_RESULTS = ("recorded_call", "replayed_call", "call_delta", "recorded_pre_tokens",
+FIDELITY_FROM_RESULTS = ("recorded_call", "replayed_call", "call_delta", "recorded_pre_tokens", "recorded_pre_truth",
                          "replayed_pre_tokens", "recorded_post_tokens", "replayed_post_tokens")
 
 

@@ -211,15 +211,34 @@ def rounds_html(cliffs: pd.DataFrame, order: Sequence[str]) -> str:
 
 
 def summary_sizes_html(sizes: pd.DataFrame, order: Sequence[str], reserve: int) -> str:
+    """Percentiles with n, and the share of summaries over each strategy's own output reserve
+    (``reserve`` where summaries.jsonl does not record the ``max_tokens`` each summary asked for)."""
     if sizes.empty:
         return muted("No strategy wrote a summary in this run.")
+    source = sizes["reserve_source"] if "reserve_source" in sizes else pd.Series("default", index=sizes.index)
+    own = (source != "default").any()
     cols = [Col("n", "n", count), *(Col(f"p{q:g}", f"p{q:g}", count, True) for q in stats.QUANTILES),
-            Col("max", "max", count, True), Col("over_reserve", f"over {reserve / 1000:g}K", count, True),
-            Col("over_reserve_share", f"share over {reserve / 1000:g}K", pct1, True,
-                "summaries longer than the output reserve would have been cut off")]
-    note = ("Output tokens per summary written, with n. A high percentile needs many summaries (p99.9 about "
-            "1,000): with fewer it is close to the max.")
-    return f"<div class=scroll>{table(_ordered(sizes, order), cols)}</div><p class=legend>{note}</p>"
+            Col("max", "max", count, True)]
+    if own:
+        cols.append(Col("reserve", "output reserve", count, None, "the max_tokens the strategy asked its summary for"))
+        label = "over its reserve"
+    else:
+        label = f"over {reserve / 1000:g}K"
+    cols += [Col("over_reserve", label, count, True),
+             Col("over_reserve_share", f"share {label}", pct1, True,
+                 "summaries longer than the output reserve would have been cut off")]
+    note = ("Output tokens per summary written, with n. A high percentile needs many summaries (p99.9 needs about "
+            "1,000 of them): with fewer it is close to the max. ")
+    if own:
+        note += ("Each summary is tested against the output budget its own strategy asked for (max_tokens: "
+                 "e.g. Claude Code 20K, OpenCode 32K, Cline 4,096).")
+        if (source == "default").any() or (source == "mixed").any():
+            note += f" Where a summary does not record it, {reserve:,} stands in."
+    else:
+        note += (f"This run's summaries.jsonl does not record the max_tokens each strategy asked for, so every "
+                 f"strategy is tested against one reserve, {reserve:,} tokens (Claude Code's, which the seed "
+                 "justifies by a p99.99 of 17,387), not its own.")
+    return f"<div class=scroll>{table(_ordered(sizes, order), cols)}</div><p class=legend>{html.escape(note)}</p>"
 
 
 COST_COLS = (
@@ -276,10 +295,28 @@ def estimator_html(est: pd.DataFrame, hidden: pd.DataFrame, order: Sequence[str]
 
 FIDELITY_COLS = (
     ("compaction", "#", count), ("trigger", "trigger", str), ("recorded_call", "recorded call", count),
-    ("replayed_call", "replayed call", count), ("call_delta", "Δ calls", lambda v: f"{v:+,.0f}"),
-    ("recorded_pre_tokens", "recorded pre", count), ("replayed_pre_tokens", "replayed pre", count),
+    ("replayed_call", "replayed call", count), ("call_delta", "Δ calls", lambda v: "0" if v == 0 else f"{v:+,.0f}"),
+    ("recorded_pre_tokens", "recorded pre (provider)", count),
+    ("recorded_pre_truth", "recorded pre", count), ("replayed_pre_tokens", "replayed pre", count),
     ("recorded_post_tokens", "recorded post", count), ("replayed_post_tokens", "replayed post", count),
     ("post_ratio", "post ratio", ratio),
+)
+FIDELITY_TIPS = {
+    "recorded_pre_tokens": "the agent's own count when it compacted (preTokens): its system prompt and tools "
+                           "included, in the provider's tokenizer",
+    "recorded_pre_truth": "our tokenizer over the messages the agent held when it compacted",
+    "replayed_pre_tokens": "our tokenizer over the replay's context when its strategy fired",
+    "recorded_post_tokens": "our tokenizer: system message + recorded summary + what the agent appended before "
+                            "its next call",
+    "replayed_post_tokens": "our tokenizer: the replay's first request after its compaction",
+    "post_ratio": "replayed post / recorded post",
+}
+FIDELITY_NOTE = (
+    "Sizes in tokens. “recorded pre (provider)” is the agent's own count and holds its system prompt and tool "
+    "definitions, which a trace does not carry: compare “replayed pre” with “recorded pre”, both our tokenizer "
+    "over trace messages. The replay also holds the inputs of the step it fired in, and after compacting it still "
+    "carries the recorded summary (the trace's future is fixed), so a post ratio above 1 is partly that. "
+    "A manual compaction (the user's /compact) has no automatic trigger for a replay to match."
 )
 
 
@@ -289,17 +326,20 @@ def fidelity_html(fid: pd.DataFrame) -> str:
                      "we re-implement (fidelity.csv absent).")
     cols = [c for c in FIDELITY_COLS if c[0] in fid]
     head = "<tr><th>trace</th><th>strategy</th>" + "".join(
-        f"<th class=num>{html.escape(label)}</th>" for _, label, _ in cols) + "</tr>"
+        f'<th class=num title="{html.escape(FIDELITY_TIPS.get(key, label))}">{html.escape(label)}</th>'
+        for key, label, _ in cols) + "</tr>"
     body = []
     for _, r in fid.iterrows():
         cells = [f"<td><code>{html.escape(str(r.trace))}</code></td><td class=name>{html.escape(str(r.strategy))}</td>"]
+        manual = str(r.get("trigger", "")) == "manual"
         for key, _, fmt in cols:
             v = r[key]
             ok = isinstance(v, str) and v or finite(v)
             text = html.escape(fmt(v) if fmt is str else fmt(safe_float(v))) if ok else "—"
             if key == "replayed_call" and not ok:
-                text = '<span class="badge warn">not replayed</span>'
+                text = ('<span class="badge ns" title="a user-triggered /compact: no threshold to reproduce">'
+                        "manual: n/a</span>" if manual else '<span class="badge warn">not replayed</span>')
             cells.append(f"<td class=num>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f'<div class=scroll><table class="plain fidelity"><thead>{head}</thead><tbody>{"".join(body)}</tbody>'
-            "</table></div>")
+            f"</table></div><p class=legend>{html.escape(FIDELITY_NOTE)}</p>")

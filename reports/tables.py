@@ -200,7 +200,8 @@ def headline(totals: pd.DataFrame, errors: int = 0) -> list[str]:
     overflowing = totals[totals.overflows > 0]
     if len(overflowing):
         out.append("Overflowed the window: " + ", ".join(
-            f"<b>{html.escape(r.strategy)}</b> ({int(r.overflows)} calls)" for _, r in overflowing.iterrows()) + ".")
+            f"<b>{html.escape(r.strategy)}</b> ({int(r.overflows)} call{'' if int(r.overflows) == 1 else 's'})"
+            for _, r in overflowing.iterrows()) + ".")
     return out
 
 

@@ -89,3 +89,42 @@ def test_artifact_f1_from_probe_rows():
     rows.append({"strategy": "s", "trace": "t", "moment": "end", "call": 6, "needle_kind": "fact", "retained": False})
     out = artifact_f1(pd.DataFrame(rows))
     assert out.files.tolist() == [3] and out.f1.tolist() == pytest.approx([0.8])
+
+
+def test_files_modified_f1_after_a_replay_that_forgot_two_files():
+    from dataclasses import dataclass
+
+    import strategies
+    from bench.pricing import profile
+    from bench.probes import needle_observer, probe_frame
+    from bench.replay import ReplayConfig, replay
+    from bench.tokens import TokenCounter
+    from strategies.base import Outcome, Strategy, event
+
+    @dataclass(frozen=True, kw_only=True)
+    class KeepOneFile(Strategy):
+        """Before the last call: system + a summary naming only cli/main.py + the latest user message."""
+
+        name = "keep-one-file"
+
+        def before_call(self, ctx, session):
+            if session.call_index != 5:
+                return None
+            m = ctx.messages
+            new = ctx.replace((m[0], M("user", "Summary: edited cli/main.py; tests fail."), m[-1]))
+            return Outcome(new, (event("summarize", ctx, new),))
+
+    result = replay(TRACE, KeepOneFile(), ReplayConfig(profile("claude-sonnet-4-5")), counter=TokenCounter(),
+                    label="keep-one-file", observers=(needle_observer(TRACE),))
+    probes = probe_frame([result])
+    end = artifact_f1(probes).set_index("strategy").loc["keep-one-file"]
+    # modified: /repo/cli/main.py (kept as "cli/main.py"), /repo/docs/usage.md and src/util.py (gone):
+    # recall 1/3, precision 1 → F1 = 2·(1/3)/(1 + 1/3) = 0.5
+    assert end.files == 3 and end.recall == pytest.approx(1 / 3) and end.f1 == pytest.approx(0.5)
+    # right after the compaction the same three files are probed, with the same loss
+    after = artifact_f1(probes, moment="compaction")
+    assert after.f1.tolist() == pytest.approx([0.5])
+    # never compacting, every modified file is still named: F1 = 1
+    none = replay(TRACE, strategies.build("none"), ReplayConfig(profile("claude-sonnet-4-5")),
+                  counter=TokenCounter(), observers=(needle_observer(TRACE),))
+    assert artifact_f1(probe_frame([none])).f1.tolist() == [1.0]

@@ -79,6 +79,15 @@ def test_pruning_that_breaks_the_prefix_every_call_is_a_false_economy():
     assert trim.false_economy and not none.false_economy
     assert trim.prefix_breaks == trim.calls - 1 == 8 and none.prefix_breaks == 0
     assert none.cache_hit_rate > 0.7 and trim.cache_hit_rate < 0.4 and trim.rewritten_tokens > 0
+    # by hand: after the rewrite only the system prompt is still a shared prefix, so every later call
+    # reads exactly that from the cache and writes the rest again at 1.25x ($3.75 vs $0.30 per MTok)
+    system = counter.truth(trace.messages[0])
+    agent = calls[(calls.strategy == "trim-early") & (calls.kind == "agent")].sort_values("call")
+    later = agent[agent.call > 0]
+    assert (later.cache_read == system).all() and (later.cache_write == later.prompt_tokens - system).all()
+    assert trim.rewritten_tokens == later.prompt_tokens.sum() - 8 * system
+    hand = (later.cache_read * 0.30 + later.cache_write * 3.75 + later.output_tokens * 15.0) / 1e6
+    assert later.cost.tolist() == pytest.approx(hand.tolist())
 
 
 def test_trigger_gaps_and_hidden_overflows():
@@ -104,3 +113,21 @@ def test_an_empty_ledger_gives_an_empty_table_with_the_columns():
     calls, _ = frames([])
     out = cost_truth(calls)
     assert out.empty and {"cost", "false_economy", "rewritten_tokens"} <= set(out.columns)
+
+
+def test_only_the_first_event_of_an_outcome_is_a_trigger():
+    # call 5: one outcome = summarize (168K → 5K) then reinject (5K → 9K), both recorded with the
+    # estimate of the context before the outcome (132K). The reinject's 132K / 5K = 26.4 compares
+    # two different contexts; only 132K / 168K is the strategy's estimate against the truth.
+    # call 9: a separate action on a new context (its estimate differs) counts again.
+    events = pd.DataFrame([asdict(e) for e in (
+        EventRecord("t", "s", 5, "before_call", "summarize", 168_000, 5_000, 132_000, 40, 900, ""),
+        EventRecord("t", "s", 5, "before_call", "reinject", 5_000, 9_000, 132_000, 2, None, ""),
+        EventRecord("t", "s", 9, "before_call", "prune", 30_000, 20_000, 24_000, 3, None, ""),
+    )])
+    gaps = trigger_gaps(events, window=200_000)
+    assert gaps.kind.tolist() == ["summarize", "prune"]
+    assert gaps.ratio.tolist() == pytest.approx([132 / 168, 0.8])
+    calls = pd.DataFrame([asdict(call("s", 5, "agent", 9_000, 0, 0, 0.1, 0.1, False))])
+    row = estimator_vs_truth(events, calls, window=200_000).set_index("strategy").loc["s"]
+    assert row.triggers == 2 and row.trigger_ratio_p90 < 1

@@ -69,6 +69,9 @@ def test_driven_by_recorded_usage_it_fires_where_the_agent_did():
     assert row["recorded_post_tokens"] == c.truth(MESSAGES[0]) + c.truth(MESSAGES[7]) + c.truth(MESSAGES[8])
     # replayed: system + own summary + the step's inputs (which still carry the recorded summary)
     assert row["replayed_post_tokens"] == row["recorded_post_tokens"] + c.truth(OWN_SUMMARY)
+    # like for like (our tokenizer): the agent held messages 0–6 when it compacted; the replay fired
+    # once the step before call 3 (the recorded summary 7 and message 8) had been appended
+    assert row["recorded_pre_truth"] == sum(c.truth(m) for m in MESSAGES[:7])
     assert row["replayed_pre_tokens"] == sum(c.truth(m) for m in MESSAGES[:9])
     assert row["recorded_summary_tokens"] == c.text(SUMMARY) and row["replayed_summary_tokens"] == 3
     assert row["replayed_compactions"] == 1
@@ -118,6 +121,10 @@ def test_claude_code_against_its_recorded_compactions(shared_traces):
     assert all(r["replayed_call"] is not None and abs(r["call_delta"]) <= 1 for r in auto)
     # the provider's post-compaction prompt holds the system prompt and tools a trace does not carry
     assert all(r["recorded_post_usage"] > r["recorded_post_tokens"] for r in rows)
+    assert all(r["recorded_pre_tokens"] > r["recorded_pre_truth"] for r in rows)
+    # our tokenizer on both sides: the replay held at most what the agent held plus the step it fired in
+    # (equal when the strategy pruned nothing before its trigger)
+    assert all(r["replayed_pre_tokens"] <= r["recorded_pre_truth"] + r["recorded_post_tokens"] for r in auto)
 
 
 def test_check_trace_needs_the_agents_matching_strategy():
@@ -130,3 +137,22 @@ def test_check_trace_needs_the_agents_matching_strategy():
     (row,) = check_trace(dc_replace(TRACE, agent="claude-code"), config)
     assert row["strategy"] == "claude-code" and row["recorded_call"] == 3
     assert row["replayed_call"] is None  # 9,100 tokens is far below Claude Code's 167K trigger
+
+
+def test_a_second_recorded_compaction_is_sized_from_the_first():
+    from dataclasses import replace as dc_replace
+
+    more = (M("user", "Now add a test."), M("assistant", "Added.", usage=Usage(4_000, 30)),  # 10, 11 call 4
+            M("user", "Summary two.", meta={"summary": True}), M("user", "Go on."),           # 12, 13
+            M("assistant", "Done.", usage=Usage(1_200, 10)))                                   # 14 call 5
+    trace = dc_replace(TRACE, messages=MESSAGES + more, compactions=(
+        *TRACE.compactions, RecordedCompaction(12, "manual", 4_030, "Summary two.")))
+    counter = TokenCounter()
+    result = replay(trace, strategies.build("none"), ReplayConfig(profile("claude-sonnet-4-5")), counter=counter)
+    first, second = fidelity_rows(trace, result, counter=counter)
+    msgs = trace.messages
+    assert first["recorded_pre_truth"] == sum(counter.truth(m) for m in msgs[:7])
+    # after the first compaction the agent held: system + summary 7 … message 11
+    assert second["recorded_pre_truth"] == counter.truth(msgs[0]) + sum(counter.truth(m) for m in msgs[7:12])
+    assert second["recorded_call"] == 5 and second["recorded_pre_usage"] == 4_030
+    assert second["replayed_call"] is None and second["replayed_compactions"] == 0

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from bench.stats import (
+    DEFAULT_B,
     NOT_SIGNIFICANT,
     REPORT_B,
     compare_to_baseline,
@@ -33,6 +34,21 @@ def test_summary_sizes_count_summaries_over_the_reserve():
     assert out.loc["b", "over_reserve"] == 0 and out.loc["b", "p50"] == 600
 
 
+def test_summary_sizes_use_each_strategys_own_reserve():
+    # cline asks for 4,096 output tokens, claude-code for 20,000; "old" records no max_tokens (20K stands in)
+    df = pd.DataFrame({"strategy": ["cline"] * 3 + ["claude-code"] * 2 + ["old"],
+                       "tokens": [1_000, 4_096, 5_000, 17_387, 21_000, 19_000],
+                       "max_tokens": [4_096, 4_096, 4_096, 20_000, 20_000, None]})
+    out = summary_sizes(df).set_index("strategy")
+    assert out.loc["cline", "reserve"] == 4_096 and out.loc["cline", "over_reserve"] == 1  # 4,096 fits exactly
+    assert out.loc["cline", "over_reserve_share"] == pytest.approx(1 / 3)
+    assert out.loc["claude-code", "over_reserve"] == 1 and out.loc["claude-code", "reserve_source"] == "strategy"
+    assert out.loc["old", "reserve"] == 20_000 and out.loc["old", "over_reserve"] == 0
+    assert out.loc["old", "reserve_source"] == "default"
+    # without the column every strategy is held to the one fallback reserve: cline's 5,000 fits 20K
+    assert summary_sizes(df.drop(columns="max_tokens")).set_index("strategy").loc["cline", "over_reserve"] == 0
+
+
 def test_a_ci_crossing_zero_is_not_significant():
     a = np.zeros(10)
     b = np.array([1, -1, 2, -2, 3, -3, 1, -1, 0, 0], dtype=float)  # mean difference 0
@@ -50,6 +66,14 @@ def test_a_clear_difference_is_significant_and_reproducible():
     assert c.significant and c.verdict == "higher"
     assert paired_bootstrap(a, b, seed=3) == c  # seeded
     assert paired_bootstrap(b, a, seed=3).verdict == "lower"
+
+
+def test_resamples_default_to_2000_and_the_report_uses_10000():
+    assert paired_bootstrap([1, 2, 3], [2, 2, 5]).resamples == DEFAULT_B == 2_000 and REPORT_B == 10_000
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(0, 1, 40), rng.normal(0.3, 1, 40)
+    assert paired_bootstrap(a, b, seed=11) == paired_bootstrap(a, b, seed=11)  # seeded: the same interval
+    assert paired_bootstrap(a, b, seed=11).ci_low != paired_bootstrap(a, b, seed=12).ci_low  # the seed is used
 
 
 def test_constant_differences_give_a_point_interval_and_one_pair_is_too_few():

@@ -82,10 +82,11 @@ SCORES = {  # per (trace, strategy): retention, cliff, fpr, estimate ratio, hidd
 }
 SUMMARY_TOKENS = (100, 200, 300, 25_000)  # llm's summaries: p50 250, p90 17,590, p99.9 24,925.9, one over 20K
 FIDELITY_FIELDS = ["trace", "strategy", "compaction", "trigger", "recorded_call", "replayed_call", "call_delta",
-                   "recorded_pre_tokens", "replayed_pre_tokens", "recorded_post_tokens", "replayed_post_tokens",
-                   "post_ratio"]
-FIDELITY = [("t1", "llm", 0, "auto", 2, 3, 1, 150_000, 140_000, 3_000, 4_000, 4 / 3),
-            ("t1", "llm", 1, "manual", 7, None, None, 160_000, None, 2_500, None, None)]
+                   "recorded_pre_tokens", "recorded_pre_truth", "replayed_pre_tokens", "recorded_post_tokens",
+                   "replayed_post_tokens", "post_ratio"]
+FIDELITY = [("t1", "llm", 0, "auto", 2, 3, 1, 150_000, 120_000, 140_000, 3_000, 4_000, 4 / 3),
+            ("t1", "llm", 1, "manual", 7, None, None, 160_000, 110_000, None, 2_500, None, None),
+            ("t1", "llm", 2, "auto", 9, None, None, 155_000, 125_000, None, 2_600, None, None)]
 RUN_INFO = {
     "schema_version": 1,
     "config": {"name": "fixture", "model": "claude-sonnet-4-5", "summarizer": "extractive", "seed": 7,

@@ -46,7 +46,8 @@ def test_paired_comparisons(page: str) -> None:
     assert "−75.0 pp" in mask and "95% CI −100.0 pp … −50.0 pp" in mask
     assert "broken" not in s, "a harness error is no pair"
     assert "B = 10,000 resamples" in s and "<td class=num>2</td>" in llm
-    assert "not significant: <b>llm</b>" in page.split('<ul class="findings">')[1].split("</ul>")[0]
+    findings = page.split('<ul class="findings">')[1].split("</ul>")[0]
+    assert "not significant: <b>llm</b>" in findings and "<b>none</b> (1 call)." in findings
 
 
 def test_single_trace_is_too_few_pairs(tmp_path: Path) -> None:
@@ -77,6 +78,19 @@ def test_summary_sizes_with_n(page: str) -> None:
     s = section(page, "summary-sizes")
     # n | p50 | p90 | p99 | p99.9 | max | over 20K | share over 20K  (numpy linear interpolation)
     assert cells(row(s, "llm")) == ["4", "250", "17,590", "24,259", "24,926", "25,000", "1", "25.0%"]
+    assert "does not record the max_tokens" in s and "over 20K" in s  # the fallback is said, not hidden
+
+
+def test_summary_sizes_against_each_strategys_reserve(tmp_path: Path) -> None:
+    import json
+
+    run = write_fixture_run(tmp_path / "run")
+    lines = [json.loads(line) for line in (run / "summaries.jsonl").read_text().splitlines()]
+    (run / "summaries.jsonl").write_text("".join(json.dumps({**d, "max_tokens": 4_096}) + "\n" for d in lines))
+    s = section(reports.render(run).read_text(), "summary-sizes")
+    # 100, 200, 300, 25,000 against llm's own 4,096: one over; the column shows the reserve
+    assert cells(row(s, "llm"))[5:] == ["25,000", "4,096", "1", "25.0%"]
+    assert "over its reserve" in s and "asked for" in s
 
 
 def test_cost_truth(page: str) -> None:
@@ -96,9 +110,14 @@ def test_estimator_vs_truth(page: str) -> None:
 
 def test_fidelity_rows(page: str) -> None:
     s = section(page, "fidelity")
-    first, second = s.split("<tbody>")[1].split("</tr>")[:2]
-    assert cells(first) == ["t1", "llm", "0", "auto", "2", "3", "+1", "150,000", "140,000", "3,000", "4,000", "1.33"]
-    assert cells(second)[:6] == ["t1", "llm", "1", "manual", "7", "not replayed"]
+    first, second, third = s.split("<tbody>")[1].split("</tr>")[:3]
+    # # | trigger | recorded call | replayed call | Δ | pre (provider) | pre | replayed pre | post | replayed post
+    # | post ratio
+    assert cells(first) == ["t1", "llm", "0", "auto", "2", "3", "+1", "150,000", "120,000", "140,000", "3,000",
+                            "4,000", "1.33"]
+    assert cells(second)[:6] == ["t1", "llm", "1", "manual", "7", "manual: n/a"]  # a user's /compact
+    assert cells(third)[:6] == ["t1", "llm", "2", "auto", "9", "not replayed"]
+    assert "recorded pre (provider)" in s and "system prompt and tool definitions" in s
 
 
 def test_renders_without_scoring_files_or_columns(tmp_path: Path) -> None:
