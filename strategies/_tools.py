@@ -83,6 +83,26 @@ def drop_range(messages: Sequence[Message], start: int, end: int) -> tuple[Messa
     return tuple(out)
 
 
+def last_assistant_index(messages: Sequence[Message]) -> int:
+    """Index of the latest assistant message, -1 if none (walks back over the current step only)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "assistant":
+            return i
+    return -1
+
+
+def new_human_turn(messages: Sequence[Message]) -> int:
+    """Index of the latest human turn if it arrived after the last answer (the step opens a new
+    turn), else -1. Looks only at the current step, so it costs O(step), not O(history)."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.role == "assistant":
+            return -1
+        if m.is_human_turn:
+            return i
+    return -1
+
+
 def last_human_index(messages: Sequence[Message]) -> int:
     """Index of the latest user message that is a human turn (not only tool results); -1 if none."""
     for i in range(len(messages) - 1, -1, -1):

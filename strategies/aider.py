@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from bench.context import Context
 from bench.pricing import ModelProfile
-from strategies._tools import last_human_index, safe_cut, text_assistant, text_user
+from strategies._tools import new_human_turn, safe_cut, text_assistant, text_user
 from strategies.base import Outcome, Strategy, event
 from traces.model import Message
 
@@ -47,15 +47,23 @@ class Aider(Strategy):
     When done_messages exceed it: ≤ 4 messages or depth > 3 → summarize all; else a tail is
     collected from the end while it stays under budget // 2, the split moves earlier until the
     message before it is an assistant message (and, for tool calls, no call is split from its
-    result), the head prefix that fits max input − 512 is summarized (the rest of the head is
-    silently dropped, as in Aider), and summary + tail recurse if still over budget. The summary
+    result), the newest part of the head that fits max input − 512 is summarized (Aider walks the
+    reversed head; older head messages are silently dropped), and the result recurses only if the
+    summary alone is at least the budget (Aider measures the tail on a list already cut to the
+    head, so its tail term is always 0). The summary
     is a user message "I spoke to you previously…" followed by an assistant "Ok." when the
     history would not end with an assistant message. Aider runs this in a background thread
     after a turn and applies it when the next prompt is built: here, at the first call of a turn.
+
+    Deviations: spec §7 calls the kept head part a "prefix"; the code at Aider-AI/aider
+    (history.py, the multi-model ChatSummary) keeps the newest part, which we follow. The split
+    also never separates a tool call from its result (Aider's history has no tool calls).
+    Version 2: head suffix and the tail-term quirk, as in the code.
     """
 
     name = "aider"
     citation = "Aider-AI/aider@5dc9490b aider/history.py ChatSummary"
+    version = 2
 
     estimator: str = "truth"
     """Aider counts with the model's tokenizer (litellm)."""
@@ -69,13 +77,14 @@ class Aider(Strategy):
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
         msgs = ctx.messages
-        turn = last_human_index(msgs)
+        turn = new_human_turn(msgs)  # O(step): -1 unless this call opens a new turn
         start = 1 if ctx.system else 0
-        if turn <= start or any(m.role == "assistant" for m in msgs[turn:]):
+        if turn <= start:
             return None  # no finished exchanges, or not the first call of this turn
         done = msgs[start:turn]
         budget = self.budget(session.model)
-        if sum(ctx.est(m) for m in done) <= budget:
+        # the running total minus what is not done_messages: O(step), not a rescan of the history
+        if ctx.estimate - sum(ctx.est(m) for m in (*msgs[:start], *msgs[turn:])) <= budget:
             return None
         spent: list[int] = []
         new_done = self._summarize(ctx, done, session, budget, 0, spent)
@@ -110,13 +119,17 @@ class Aider(Strategy):
         if split <= self.min_split:
             return self._summarize_all(messages, session, budget, spent)
         limit = (session.model.max_input or session.model.context_window) - self.head_reserve
+        # Aider reverses the head and keeps its *newest* messages that fit; older ones are dropped.
         head, total = [], 0
-        for m, size in zip(messages[:split], sizes[:split], strict=True):
+        for m, size in zip(reversed(messages[:split]), reversed(sizes[:split]), strict=True):
             total += size
             if total > limit:
                 break
             head.append(m)
+        head.reverse()
         result = (*self._summarize_all(tuple(head), session, budget, spent), *messages[split:])
-        if ctx.est(result[0]) + sum(sizes[split:]) < budget:
+        # Aider's check reads the tail size from the list it truncated to the head: it is always 0,
+        # so only the summary's size decides whether to recurse (reproduced as the code does it).
+        if ctx.est(result[0]) < budget:
             return result
         return self._summarize(ctx, result, session, budget, depth + 1, spent)

@@ -52,29 +52,44 @@ class AnthropicClearToolUses(Strategy):
     clear_tool_inputs: bool = False
     placeholder: str = PLACEHOLDER
 
-    def _edited(self, ctx: Context) -> tuple[Context, frozenset[str]]:
-        """What the server sends on to the model, and the ids of the cleared tool uses."""
+    def _edited(self, ctx: Context, memo: dict | None = None) -> tuple[Context, frozenset[str]]:
+        """What the server sends on to the model, and the ids of the cleared tool uses.
+
+        ``memo`` (original message id → (original, cleared ids in it, edited copy)) hands back
+        the same edited object while a message's cleared set is unchanged, so its token counts
+        stay cached instead of being recounted on every call.
+        """
+        if self.trigger_type == "input_tokens" and ctx.truth <= self.trigger:
+            return ctx, frozenset()  # the running total decides; no walk over the history
         uses = [b for m in ctx.messages for b in m.blocks if isinstance(b, ToolUse)]
-        over = len(uses) > self.trigger if self.trigger_type == "tool_uses" else ctx.truth > self.trigger
-        if not over:
+        if self.trigger_type == "tool_uses" and len(uses) <= self.trigger:
             return ctx, frozenset()
         kept = {u.id for u in uses[max(0, len(uses) - self.keep):]} if self.keep > 0 else set()
         clear = frozenset(u.id for u in uses if u.id not in kept and u.name not in self.exclude_tools)
         if not clear:
             return ctx, clear
+        memo = {} if memo is None else memo
         out: list[Message] = []
         for m in ctx.messages:
-            m = rewrite_results(m, lambda r: self.placeholder if r.tool_use_id in clear else None)
-            if self.clear_tool_inputs:
-                m = rewrite_uses(m, lambda u: {} if u.id in clear else None)
-            out.append(m)
+            ids = frozenset(b.id if isinstance(b, ToolUse) else b.tool_use_id
+                            for b in (*m.tool_uses, *m.tool_results)) & clear
+            if not ids:
+                out.append(m)
+                continue
+            cached = memo.get(id(m))
+            if cached is None or cached[0] is not m or cached[1] != ids:
+                new = rewrite_results(m, lambda r, ids=ids: self.placeholder if r.tool_use_id in ids else None)
+                if self.clear_tool_inputs:
+                    new = rewrite_uses(new, lambda u, ids=ids: {} if u.id in ids else None)
+                cached = memo[id(m)] = (m, ids, new)
+            out.append(cached[2])
         edited = ctx.replace(out)
         if ctx.truth - edited.truth < self.clear_at_least:
             return ctx, frozenset()
         return edited, clear
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
-        sent, cleared = self._edited(ctx)
+        sent, cleared = self._edited(ctx, session.state.setdefault("edits", {}))
         session.state["projection"] = (ctx.messages, sent)
         previous: frozenset[str] = session.state.get("cleared", frozenset())
         if not cleared - previous:
@@ -89,4 +104,4 @@ class AnthropicClearToolUses(Strategy):
         cached = session.state.get("projection")
         if cached is not None and cached[0] is ctx.messages:
             return cached[1]
-        return self._edited(ctx)[0]
+        return self._edited(ctx, session.state.setdefault("edits", {}))[0]

@@ -17,7 +17,7 @@ from bench.context import Context
 from bench.pricing import ModelProfile
 from bench.summarizers.extractive import PATH_KEYS
 from bench.tokens import render
-from strategies._tools import drop_range, last_human_index, rewrite_results, safe_cut, text_user, tool_inputs
+from strategies._tools import last_human_index, rewrite_results, safe_cut, text_user, tool_inputs
 from strategies.base import Event, Outcome, Strategy, event
 from traces.model import Message, Text, ToolResult, ToolUse
 
@@ -65,12 +65,29 @@ class Cline(Strategy):
     """Cline's default context management: file-read dedup, then middle-out truncation keeping ½
     (or ¼) of the messages after the first pair. Source: cline/cline @94f5a47a59d4
     apps/vscode/src/core/context/context-management/ContextManager.ts, context-window-utils.ts,
-    core/prompts/responses.ts (same logic at @9ee61811 src/core/context/context-management/)."""
+    core/prompts/responses.ts (same logic at @9ee61811 src/core/context/context-management/).
+
+    Trigger: the previous request's usage (tokensIn + tokensOut + cache writes + reads) ≥
+    maxAllowedSize, so the decision comes one call late; "quarter" when usage / 2 > budget and
+    always on an overflow error (which skips the dedup and also puts "[Continue assisting the
+    user!]" into the first user message). The range is inclusive, starts at Cline index 2 and
+    only grows; the notice goes into the first assistant message once.
+
+    Deviations: (1) the latest human request is kept (its text, after the first pair) when the
+    range would delete it, and the overflow path never overwrites it when it is the first user
+    message (harness contract); (2) dedup looks at every tool_result block of a user message, not
+    only block 0 (our traces batch parallel calls in one message), and every text block among
+    blocks 0-2 for @-mentions; (3) a message left empty by removing orphaned results is not sent
+    (Cline would keep an empty one), so a later range counts one message fewer; (4) not modelled:
+    the 400K Codex-OAuth budget (no provider in our profiles) and the auto-condense path
+    (``useAutoCondense`` defaults to false). Version 2: the message after the cut keeps its
+    non-result blocks (Cline strips only the orphaned tool_result blocks).
+    """
 
     name = "cline"
     citation = ("cline/cline @94f5a47a59d4de809463911aad9b9672ab1cbbbf apps/vscode/src/core/context/"
                 "context-management/ContextManager.ts + context-window-utils.ts + core/prompts/responses.ts")
-    version = 1
+    version = 2
 
     estimator: str = "truth"
     """Cline decides on the provider-reported usage of the previous request, not a local estimate."""
@@ -110,8 +127,8 @@ class Cline(Strategy):
             end -= 1
         if end < start:
             return Outcome(ctx, events) if events else None
-        cut = safe_cut(msgs, end + 1)
-        kept = list(drop_range(msgs, start, end + 1))
+        cut = end + 1
+        kept = _without_orphan_results([*msgs[:start], *msgs[cut:]], msgs[start:cut])
         human = last_human_index(msgs)
         if start <= human < cut:  # deviation: keep the latest human request (contract invariant 2)
             text = tuple(b for b in msgs[human].blocks if not isinstance(b, ToolResult))
@@ -123,7 +140,7 @@ class Cline(Strategy):
         if overflow and msgs[1].is_human_turn and human != 1:  # deviation: never the latest request
             kept[1] = _with_first_text(kept[1], CONTINUE_NOTICE)
         previous = session.state.get("cline.range", (2, 1))
-        session.state["cline.range"] = (2, previous[1] + cut - start)
+        session.state["cline.range"] = (2, previous[1] + cut - start)  # Cline's end, never widened
         after = ctx.replace(kept)
         detail = f"{keep}: range {session.state['cline.range']}"
         return Outcome(after, (*events, event("drop", ctx, after, touched=cut - start + 1, detail=detail)))
@@ -196,6 +213,23 @@ class Cline(Strategy):
         return replace(b, content=FINAL_CONTENT.sub(inner, b.content))
 
 
+def _without_orphan_results(kept: list[Message], dropped: tuple[Message, ...]) -> list[Message]:
+    """Cline's cut: the range ends on an assistant message, and the tool_result blocks whose calls
+    were in the range are removed from what follows (its other blocks stay); a message left with
+    no blocks is not sent."""
+    gone = {u.id for m in dropped for u in m.tool_uses}
+    if not gone:
+        return kept
+    out = []
+    for m in kept:
+        if any(r.tool_use_id in gone for r in m.tool_results):
+            m = m.with_blocks(tuple(b for b in m.blocks if not (isinstance(b, ToolResult) and b.tool_use_id in gone)))
+            if not m.blocks:
+                continue
+        out.append(m)
+    return out
+
+
 def _with_first_text(m: Message, text: str) -> Message:
     """Cline's edit of content block 0: replace its text, or put a text block first."""
     if m.blocks and isinstance(m.blocks[0], Text):
@@ -214,7 +248,12 @@ class ClineSdk(Strategy):
     """The 2026 Cline SDK's agentic compaction: at 90% of the max input, summarize everything
     before a verbatim tail of about 20K tokens (never cutting past the latest typed prompt) into
     one "Context summary" user message with a Files section. Source: cline/cline @21cb8d2525bc
-    sdk/packages/core/src/extensions/context/compaction.ts, agentic-compaction.ts."""
+    sdk/packages/core/src/extensions/context/compaction.ts, agentic-compaction.ts.
+
+    Deviations: the summary prompt is ours (same headings); the Files lists come from the tool
+    calls' path inputs; only the system prompt and messages are estimated (no tool schemas);
+    the "basic" (no-LLM) strategy is not modelled, so an overflow runs the agentic one again.
+    """
 
     name = "cline:sdk"
     citation = ("cline/cline @21cb8d2525bcedf1f4b6890b27a74a14fe7451e4 sdk/packages/core/src/extensions/context/"
@@ -230,20 +269,27 @@ class ClineSdk(Strategy):
     write_tools: tuple[str, ...] = ("write_to_file", "replace_in_file", "edit_file", "Edit", "Write", "write",
                                     "edit", "MultiEdit", "str_replace_editor", "apply_patch")
 
-    def limits(self, model: ModelProfile, msgs: tuple[Message, ...]) -> tuple[float, float]:
-        """(trigger, target) in estimated tokens."""
+    @staticmethod
+    def max_input(model: ModelProfile) -> float:
         if model.max_input:
-            max_input = min(model.max_input, model.context_window or model.max_input)
-        else:
-            max_input = 0.9 * model.context_window if model.context_window else 128_000
-        trigger = self.trigger_fraction * max_input
+            return min(model.max_input, model.context_window or model.max_input)
+        return 0.9 * model.context_window if model.context_window else 128_000
+
+    def trigger(self, model: ModelProfile) -> float:
+        return self.trigger_fraction * self.max_input(model)
+
+    def limits(self, model: ModelProfile, msgs: tuple[Message, ...]) -> tuple[float, float]:
+        """(trigger, target) in estimated tokens. Counting pairs walks the history: call it only
+        once the trigger (a running total against a constant) has fired."""
+        max_input, trigger = self.max_input(model), self.trigger(model)
         pairs = sum(1 for a, b in zip(msgs, msgs[1:], strict=False) if a.role == "user" and b.role == "assistant")
         target = 0.5 * max_input if pairs >= 5 and model.max_output < max_input else 0.7 * trigger
         return trigger, min(target, trigger - 1)
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
-        trigger, target = self.limits(session.model, ctx.messages)
-        return self.compact(ctx, session, target) if ctx.estimate >= trigger else None
+        if ctx.estimate < self.trigger(session.model):
+            return None
+        return self.compact(ctx, session, self.limits(session.model, ctx.messages)[1])
 
     def on_overflow(self, ctx: Context, session: Session) -> Outcome | None:
         return self.compact(ctx, session, self.limits(session.model, ctx.messages)[1])

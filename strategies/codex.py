@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bench.context import Context
-from strategies._tools import drop_range, rewrite_results, text_user
+from strategies._tools import drop_range, last_assistant_index, rewrite_results, text_user
 from strategies.base import Event, Outcome, Strategy, event
 from traces.model import Message
 
@@ -61,7 +61,20 @@ class Codex(Strategy):
     """Codex CLI local compaction. Source: openai/codex @0100b103625752f6a10c21b79a8c423761dc4c6a
     codex-rs/core/src/compact.rs (build_compacted_history, COMPACT_USER_MESSAGE_MAX_TOKENS),
     core/templates/compact/summary_prefix.md @50a53333, protocol/src/openai_models.rs
-    (auto_compact_token_limit: 90% of the window), core/models.json @21dac7d7 (truncation_policy)."""
+    (auto_compact_token_limit: 90% of the window), core/models.json @21dac7d7 (truncation_policy).
+
+    Trigger: last response's total tokens + bytes/4 of the items since ≥ the limit (90% of the
+    window; ``codex:2025`` = the flat 256,000 of mid-2025). Rebuilt (late 2025): system (the
+    initial context), the newest user messages within 20,000 tokens (the walk stops at the first
+    that does not fit, middle-truncated), then one user message ``SUMMARY_PREFIX + "\n" +
+    summary``. A compaction request over the window drops its oldest item (with its pair) and
+    retries.
+
+    Deviations: the compaction prompt is ours (same bullets); pre-turn and mid-turn check
+    points are both the pre-call check; not modelled: remote compaction (server algorithm not
+    public), the 2026 ``InitialContextInjection`` placement, the Sept–Oct 2025 single
+    "history bridge" message, ghost snapshots, and the 95% cap (below the 90% limit anyway).
+    """
 
     name = "codex"
     citation = ("openai/codex @0100b103625752f6a10c21b79a8c423761dc4c6a codex-rs/core/src/compact.rs; "
@@ -88,8 +101,10 @@ class Codex(Strategy):
     def total(self, ctx: Context, session: Session) -> int:
         """Last response's total tokens plus a bytes/4 estimate of the items added since."""
         usage = session.last_usage
-        last = max((i for i, m in enumerate(ctx.messages) if m.role == "assistant"), default=None)
-        if usage is None or last is None:
+        if usage is None:
+            return ctx.estimate
+        last = last_assistant_index(ctx.messages)  # walks back over the current step only
+        if last < 0:
             return ctx.estimate
         return usage.prompt_tokens + usage.output_tokens + sum(ctx.est(m) for m in ctx.messages[last + 1:])
 

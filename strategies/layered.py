@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from bench.context import Context
 from strategies._tools import (
     is_read_only,
+    last_assistant_index,
     latest_human,
     remember_files,
     rewrite_results,
@@ -98,9 +99,9 @@ class FiveLayer(Strategy):
     def count(self, ctx: Context, session: Session, fresh: bool) -> int:
         if not self.usage_count:
             return ctx.estimate
-        last = max((i for i, m in enumerate(ctx.messages) if m.role == "assistant"), default=-1)
         usage = session.last_usage
-        if fresh and usage is not None and last >= 0:
+        last = last_assistant_index(ctx.messages) if fresh and usage is not None else -1  # O(step)
+        if last >= 0:
             newer = sum(ctx.est(m) for m in ctx.messages[last + 1:])
             return usage.prompt_tokens + usage.output_tokens + round(newer * 4 / 3)
         return round(ctx.estimate * 4 / 3)

@@ -88,6 +88,8 @@ class LLMSummary(Strategy):
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
         msgs = ctx.messages
+        if len(msgs) < 2 * (self.n + self.keep_last_m_turns):
+            return None  # a complete turn is ≥ 2 messages: too few to fire, no need to walk them
         head_end, checkpoint, turns = turn_spans(msgs)
         if len(turns) < self.n + self.keep_last_m_turns:
             return None

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from bench.context import Context
 from bench.pricing import ModelProfile
-from strategies._tools import last_human_index, rewrite_results, safe_cut, text_assistant, text_user, tool_names
+from strategies._tools import new_human_turn, rewrite_results, safe_cut, text_assistant, text_user, tool_names
 from strategies.base import Outcome, Strategy, event
 from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse, Usage
 
@@ -60,7 +60,20 @@ def js_round(x: float) -> int:
 class OpenCode(Strategy):
     """OpenCode's prune + compaction. Sources: sst/opencode packages/opencode/src/session/compaction.ts
     (classic: fork snapshots, prune()/isOverflow(); tail: @3df4a255, suffix revision @31e22f65),
-    session/overflow.ts @31e22f65, provider/transform.ts @47767a7c (OUTPUT_TOKEN_MAX)."""
+    session/overflow.ts @31e22f65, provider/transform.ts @47767a7c (OUTPUT_TOKEN_MAX).
+
+    Trigger on the previous call's usage: classic ``input + cache read + output > usable``
+    (usable = limit.input or window − min(max output, 32K)); tail ``total ≥ usable`` with the
+    reserve min(20K, max output) also subtracted. Prune: outside the last two human turns, clear
+    outputs older than the newest 40K tokens of output when that frees more than 20K ("skill"
+    outputs never; errors are not "completed" parts). Rebuilt: system, "What did we do so far?",
+    the summary, [the tail verbatim], "Continue if you have next steps…".
+
+    Deviations: the summary prompts are ours (same content and headings); the tail generation
+    sends the serialized head as one text message per OpenCode message rather than one joined
+    message; not modelled: the "suffix" mode, the v2 core compactor (§1.7), the optional
+    ``autoCompactStalled`` guard, the media paragraph before an overflow's continue message.
+    """
 
     name = "opencode"
     citation = ("sst/opencode packages/opencode/src/session/compaction.ts @3df4a25506fb (tail) and classic "
@@ -114,9 +127,9 @@ class OpenCode(Strategy):
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
         events = []
         new = ctx
-        human = last_human_index(ctx.messages)
         prune_on = self.prune if self.prune is not None else self.generation == "classic"
-        if prune_on and human > 0 and all(m.role != "assistant" for m in ctx.messages[human:]):
+        human = new_human_turn(ctx.messages) if prune_on else -1  # O(step): only a new turn prunes
+        if human > 0:
             pruned, touched = self.pruned(ctx, end=human, session=session)
             if touched:
                 events.append(event("prune", ctx, pruned, touched=touched))

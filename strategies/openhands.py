@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bench.context import Context
-from strategies._tools import latest_human, quote_latest_human, safe_cut, text_user
+from strategies._tools import quote_latest_human, safe_cut, text_user
 from strategies.base import Outcome, Strategy, event
 from traces.model import Message, Text, ToolResult
 
@@ -60,9 +60,12 @@ def render(messages: list[Message] | tuple[Message, ...], original: tuple[Messag
 
 def keep_indices(ctx: Context, indices: set[int]) -> tuple[Message, ...]:
     """The messages at ``indices`` (plus the latest human turn, see class docs), rendered."""
-    human = latest_human(ctx.messages)
-    if human is not None:
-        indices.add(next(i for i, m in enumerate(ctx.messages) if m is human))
+    msgs = ctx.messages
+    for i in range(len(msgs) - 1, -1, -1):  # latest_human, with its index, in one backward walk
+        m = msgs[i]
+        if m.is_human_turn and not m.meta.get("summary") and not m.meta.get("synthetic"):
+            indices.add(i)
+            break
     return render([ctx.messages[i] for i in sorted(indices) if 0 <= i < len(ctx)], ctx.messages)
 
 
@@ -201,7 +204,8 @@ class _ViewCondenser(Strategy):
         sent = self._sent(ctx, session)
         if sent is ctx:
             return None
-        touched = len(ctx) - sum(1 for m in sent.messages if any(m is o for o in ctx.messages))
+        stored = {id(m) for m in ctx.messages}  # identity, in one pass (not a scan per message)
+        touched = len(ctx) - sum(1 for m in sent.messages if id(m) in stored)
         return Outcome(ctx, (event(self.kind, ctx, sent, touched=touched, detail="sent view, rebuilt every step"),))
 
     def project(self, ctx: Context, session: Session) -> Context:

@@ -60,6 +60,37 @@ def test_tail_under_half_the_budget_is_kept_verbatim(counter):
     assert session.summarizer.requests[0].messages == tuple(done[:6])
 
 
+def test_a_head_over_max_input_keeps_its_newest_messages(counter):
+    """Aider walks the reversed head: what fits max_input − 512 is the part next to the split."""
+    done = [sized("user" if i % 2 == 0 else "assistant", i) for i in range(10)]
+    msgs = (Message.text_message("system", "sys"), *done, Message.text_message("user", "next"))
+    small = replace(SONNET, max_input=512 + 330)  # room for exactly three 110-token messages
+    meter = Meter(counter, "truth")
+    session = Session(small, meter, Recording())
+    Aider(max_chat_history_tokens=1_000).before_call(meter.context(msgs), session)
+    assert session.summarizer.requests[0].messages == tuple(done[3:6])  # done[0:3] silently dropped
+
+
+def test_recursion_looks_at_the_summary_size_only(counter):
+    """Aider's tail term is read from a list already cut to the head (always 0): a summary under
+    the budget is final even when summary + tail is over it."""
+
+    @dataclass
+    class Wordy(Recording):
+        def summarize(self, request: SummaryRequest) -> Summary:
+            self.requests.append(request)
+            return Summary("I asked you " + "alpha " * 600, 0, 600, "stub")
+
+    done = [sized("user" if i % 2 == 0 else "assistant", i) for i in range(10)]
+    msgs = (Message.text_message("system", "sys"), *done, Message.text_message("user", "next"))
+    meter = Meter(counter, "truth")
+    session = Session(SONNET, meter, Wordy())
+    out = Aider(max_chat_history_tokens=1_000).before_call(meter.context(msgs), session)
+    new = out.context.messages
+    assert counter.truth(new[1]) + sum(counter.truth(m) for m in new[2:6]) >= 1_000 > counter.truth(new[1])
+    assert len(session.summarizer.requests) == 1 and new[2:6] == tuple(done[6:])
+
+
 def test_short_history_is_summarized_whole_and_answered_ok(counter):
     done = [sized("user", 0), sized("assistant", 1), sized("user", 2), sized("assistant", 3)]
     msgs = (Message.text_message("system", "sys"), *done, Message.text_message("user", "next"))

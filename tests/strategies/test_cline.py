@@ -25,7 +25,7 @@ from strategies.cline import (
     max_allowed_size,
     removal_count,
 )
-from traces.model import Message, ToolResult, ToolUse, Trace, Usage, orphans
+from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans
 
 SONNET = profile("claude-sonnet-4-5")
 TINY = replace(SONNET, id="tiny-16k", context_window=16_000, max_output=2_000)
@@ -125,13 +125,31 @@ def test_truncation_never_splits_a_tool_pair_and_repairs_the_first_call(counter)
         msgs += [Message("assistant", (ToolUse(f"c{k}", "bash", {"command": str(k)}),)),
                  Message("user", (ToolResult(f"c{k}", f"out {k}"),))]
     out = Cline().truncated(Meter(counter).context(msgs), session(counter), "half", ())
-    # Cline's 19 messages: remove floor(17/4)*2 = 8 -> end Cline 9 = result 4, a user message, so
-    # end 8 (call 4); the pair is whole: result 4 goes too. Cline strips such an orphan result.
+    # Cline's 19 messages: remove floor(17/4)*2 = 8 -> end Cline 9 = call 4, an assistant message;
+    # result 4 (Cline 10) loses its orphaned tool_result block, and with nothing left is not sent.
     assert orphans(out.context.messages) == (set(), set())
     first_call, repaired = out.context.messages[2], out.context.messages[3]
     assert first_call.blocks[0].text == TRUNCATION_NOTICE and first_call.tool_uses[0].id == "c0"
     assert [(r.tool_use_id, r.content) for r in repaired.tool_results] == [("c0", RESULT_MISSING)]
     assert out.context.messages[4].tool_uses[0].id == "c5"
+
+
+def test_the_message_after_the_cut_loses_only_its_orphaned_results(counter):
+    """Cline strips the tool_result blocks of the first message after the range; its other blocks
+    (here the environment details Cline sends with every result) stay."""
+    msgs = [SYSTEM, Message.text_message("user", "task")]
+    for k in range(9):
+        msgs += [Message("assistant", (ToolUse(f"c{k}", "bash", {"command": str(k)}),)),
+                 Message("user", (ToolResult(f"c{k}", f"out {k}"), Text(f"<environment_details>{k}")))]
+    s = session(counter)
+    out = Cline().truncated(Meter(counter).context(msgs), s, "half", ())
+    # as above: the range is Cline [2, 9], ending on call 4; result 4's message comes next
+    assert s.state["cline.range"] == (2, 9)
+    after_cut = out.context.messages[3]
+    assert after_cut.text == "<environment_details>4"
+    assert [(r.tool_use_id, r.content) for r in after_cut.tool_results] == [("c0", RESULT_MISSING)]
+    assert out.context.messages[4].tool_uses[0].id == "c5"
+    assert orphans(out.context.messages) == (set(), set())
 
 
 def tool_session(n: int) -> list[Message]:
@@ -148,8 +166,9 @@ def test_overflow_uses_quarter_and_marks_the_first_user_message(counter):
     s = session(counter)
     out = Cline().on_overflow(Meter(counter).context(msgs), s)
     # Cline's 20 messages: remove floor(18*3/4/2)*2 = 12 -> end Cline 13 = result 5, a user message,
-    # so end Cline 12 (call 5); its result goes with it: Cline 2..13 are gone
-    assert s.state["cline.range"] == (2, 13)
+    # so end Cline 12 (call 5): the range is [2, 12]; result 5 loses its orphaned result block and,
+    # left empty, is not sent
+    assert s.state["cline.range"] == (2, 12)
     assert out.context.messages[1].text == CONTINUE_NOTICE
     # deviation: the latest human request, inside the range, is kept (its text), after the first pair,
     # and carries the repaired result of the first call

@@ -129,7 +129,8 @@ class Checked:
 
 
 def records(result) -> list[dict]:
-    return [asdict(c) for c in result.calls] + [asdict(e) for e in result.events]
+    return ([asdict(c) for c in result.calls] + [asdict(e) for e in result.events]
+            + [asdict(s) for s in result.summaries])
 
 
 def check_strategy(name: str, trace: Trace) -> None:
