@@ -30,6 +30,8 @@ COMPACT_PROMPT = (
     "without seeing the conversation. Include: the user's goal; progress so far and key decisions; important "
     "context, constraints and preferences; what remains to be done (next steps); critical data, examples and "
     "references. Be concise and structured.")
+BRIDGE_LEAD = ("You were originally given instructions from a user over one or more turns. "
+               "Here were the user messages:")
 SESSION_PREFIXES = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>")
 
 
@@ -72,14 +74,17 @@ class Codex(Strategy):
 
     Deviations: the compaction prompt is ours (same bullets); pre-turn and mid-turn check
     points are both the pre-call check; not modelled: remote compaction (server algorithm not
-    public), the 2026 ``InitialContextInjection`` placement, the Sept–Oct 2025 single
-    "history bridge" message, ghost snapshots, and the 95% cap (below the 90% limit anyway).
+    public), the 2026 ``InitialContextInjection`` placement, ghost snapshots, the 95% cap (below
+    the 90% limit anyway), and the 2025 "memento" summary prompt (``codex:2025`` uses today's).
+    ``codex:2025`` is the Sept–Oct 2025 generation: the flat 256K limit and the single "history
+    bridge" user message (user messages joined by blank lines, or "(none)", then the prefixed
+    summary).
     """
 
     name = "codex"
     citation = ("openai/codex @0100b103625752f6a10c21b79a8c423761dc4c6a codex-rs/core/src/compact.rs; "
                 "templates/compact/summary_prefix.md @50a53333; protocol/src/openai_models.rs; models.json @21dac7d7")
-    version = 1
+    version = 2
 
     estimator: str = "bytes/4"
     limit_fraction: float | None = 0.9
@@ -91,6 +96,13 @@ class Codex(Strategy):
     tool_output_unit: str = "tokens"
     """truncation_policy of gpt-5.x-codex: 10,000 tokens; unknown models: 10,000 "bytes"."""
     serialization_allowance: float = 1.2
+    history_form: str = "separate"
+    """"separate" (late 2025+: kept user messages, then the prefixed summary) or "bridge" (Sept-Oct
+    2025: one user message from templates/compact/history_bridge.md holding both)."""
+
+    def __post_init__(self) -> None:
+        if self.history_form not in ("separate", "bridge"):
+            raise ValueError(f"history_form must be 'separate' or 'bridge', not {self.history_form!r}")
 
     def limit(self, window: int) -> float:
         limits = [x for x in (self.auto_compact_limit,
@@ -139,9 +151,13 @@ class Codex(Strategy):
             request, trimmed = drop_range(request, 0, 1), trimmed + 1
         summary = session.summarize((system, *request), prompt=COMPACT_PROMPT,
                                     max_tokens=session.model.max_output)
-        text = f"{SUMMARY_PREFIX}\n{summary.text}"  # never empty, so "(no summary available)" never shows
+        text = f"{SUMMARY_PREFIX}\n{summary.text or '(no summary available)'}"
         kept = self.recent_user_messages(user_messages(history))
-        after = ctx.replace((system, *(text_user(t) for t in kept), text_user(text, summary=True)))
+        if self.history_form == "bridge":  # Sept-Oct 2025: one user message carries it all
+            bridge = "\n\n".join((BRIDGE_LEAD, "\n\n".join(kept) or "(none)", text))
+            after = ctx.replace((system, text_user(bridge, summary=True)))
+        else:
+            after = ctx.replace((system, *(text_user(t) for t in kept), text_user(text, summary=True)))
         events: tuple[Event, ...] = (event("summarize", ctx, after, touched=len(history),
                                            summary_tokens=summary.output_tokens,
                                            detail=f"trimmed {trimmed} oldest item(s)" if trimmed else ""),)

@@ -80,6 +80,21 @@ def test_previous_summaries_and_session_prefixes_are_not_kept_as_user_messages(c
     assert [m.text for m in out.context.messages[1:-1]] == ["real request", "follow-up"]
 
 
+def test_2025_generation_rebuilds_one_history_bridge_message(counter):
+    msgs = [SYSTEM, user("first request"), Message.text_message("assistant", "working"), user("second request")]
+    s, recorder = session(counter)
+    out = strategies.build("codex:2025").on_overflow(Meter(counter, "bytes/4").context(msgs), s)
+    assert [m.role for m in out.context.messages] == ["system", "user"]
+    bridge = out.context.messages[1].text
+    summary = out.events[0]
+    assert bridge.startswith("You were originally given instructions from a user over one or more turns. "
+                             "Here were the user messages:\n\nfirst request\n\nsecond request\n\n" + SUMMARY_PREFIX)
+    assert summary.kind == "summarize"
+    empty = [SYSTEM, Message.text_message("assistant", "no user yet")]
+    none_kept = strategies.build("codex:2025").on_overflow(Meter(counter, "bytes/4").context(empty), s)
+    assert "Here were the user messages:\n\n(none)\n\n" in none_kept.context.messages[1].text
+
+
 def test_compaction_request_over_the_window_drops_the_oldest_item_and_retries(counter):
     big = " ".join(f"w{i}" for i in range(6_000))  # about 12K truth tokens
     msgs = [SYSTEM, Message("assistant", (ToolUse("c0", "shell", {"cmd": "cat big"}),)),
