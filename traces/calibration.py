@@ -77,6 +77,21 @@ class LogNormal:
     def sample(self, rng: Random) -> float:
         return rng.lognormvariate(math.log(self.median), self.sigma)
 
+    def sample_within(self, rng: Random, floor: float, ceiling: float = math.inf) -> float:
+        """A draw conditioned on lying in [``floor``, ``ceiling``] (inverse CDF: one uniform, no rejection)."""
+        normal = statistics.NormalDist()
+
+        def cdf(x: float) -> float:
+            return normal.cdf(math.log(max(x, 1e-9) / self.median) / self.sigma) if self.sigma > 0 else 0.5
+
+        lo, hi = cdf(floor), 1.0 if ceiling == math.inf else cdf(ceiling)
+        u = min(max(lo + rng.random() * (hi - lo), 1e-12), 1.0 - 1e-12)
+        return min(max(floor, self.median * math.exp(self.sigma * normal.inv_cdf(u))), ceiling)
+
+    def scaled(self, factor: float) -> LogNormal:
+        """The same shape with the median multiplied by ``factor`` (a scenario's size scale)."""
+        return LogNormal(self.median * factor, self.sigma)
+
     @staticmethod
     def fit(values: list[float]) -> LogNormal:
         logs = [math.log(max(v, 1.0)) for v in values]

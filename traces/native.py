@@ -124,9 +124,18 @@ def sniff(first_line: str) -> bool:
 
 
 def loads(text: str, *, path: str = "<string>") -> Trace:
-    lines = text.splitlines()
+    return _load(text.splitlines(), path, lenient=False)[0]
+
+
+def _load(lines: list[str | None], path: str, *, lenient: bool) -> tuple[Trace, int]:
+    """The trace of these lines (``None``: a line that is not UTF-8) and how many records were skipped.
+
+    ``lenient`` skips bad message records and counts them; the header is never skipped.
+    """
     if not lines:
         raise TraceError("empty file", path=path)
+    if lines[0] is None:
+        raise TraceError("header is not UTF-8", path=path, line=1)
     try:
         head = json.loads(lines[0])
     except ValueError as e:
@@ -143,13 +152,18 @@ def loads(text: str, *, path: str = "<string>") -> Trace:
             path=path,
             line=1,
         )
-    messages = []
+    messages, skipped = [], 0
     for lineno, line in enumerate(lines[1:], start=2):
-        if not line.strip():
+        if line is not None and not line.strip():
             continue
         try:
+            if line is None:
+                raise ValueError("not UTF-8")
             messages.append(message_from_dict(json.loads(line)))
-        except (ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            if lenient:
+                skipped += 1
+                continue
             raise TraceError(f"bad message record: {type(e).__name__}: {e}", path=path, line=lineno) from None
     try:
         return Trace(
@@ -161,14 +175,25 @@ def loads(text: str, *, path: str = "<string>") -> Trace:
             needles=tuple(Needle(**n) for n in head.get("needles") or ()),
             compactions=tuple(RecordedCompaction(**c) for c in head.get("compactions") or ()),
             meta=dict(head.get("meta") or {}),
-        )
-    except (KeyError, TypeError) as e:
+        ), skipped
+    except (KeyError, TypeError, ValueError) as e:
         raise TraceError(f"bad header: {type(e).__name__}: {e}", path=path, line=1) from None
+
+
+def _lines(path: Path) -> list[str | None]:
+    """The file's lines, decoded one by one (``None`` where a line is not UTF-8, so it can be named)."""
+    out: list[str | None] = []
+    for raw in path.read_bytes().splitlines():
+        try:
+            out.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            out.append(None)
+    return out
 
 
 def read(path: str | Path) -> Trace:
     path = Path(path)
-    return loads(path.read_text(encoding="utf-8"), path=str(path))
+    return _load(_lines(path), str(path), lenient=False)[0]
 
 
 def write_many(traces: Iterable[Trace], folder: str | Path) -> list[Path]:
@@ -193,4 +218,5 @@ def sniff_file(path: Path, head: str) -> str | None:
 def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
     from traces.formats import ReadResult
 
-    return ReadResult([read(path)], 0)
+    trace, skipped = _load(_lines(path), str(path), lenient=lenient)
+    return ReadResult([trace], skipped)

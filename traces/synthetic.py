@@ -28,6 +28,17 @@ CHARS_PER_TOKEN = {"read": 3.55, "edit": 3.75, "write": 3.8, "bash": 3.1, "searc
                    "other": 4.5, "text": 4.2}
 """cl100k characters per token of each kind of generated text (measured), to hit a size without tokenizing."""
 MAX_ATTEMPTS = 20
+MAX_OUTPUT_SHARE = 0.25
+"""No one tool output exceeds this share of the target size (binds only for resized scenarios, such as
+``long@tokens=30000``, where one capped 120K-char output would otherwise double the session)."""
+FAILING_RUN_MIN_CHARS = 2_000
+"""Least size of the test run that carries an error needle (header, progress, traceback, summary)."""
+ERROR_RUN_MAX_QUANTILE = 0.97
+"""The error needle's test run is at most this quantile of the scenario's bash size (keeps a trace near its size)."""
+CONFIG_CHARS = (600, 12_000)
+"""Size range of the config file read that carries a fact needle."""
+ARTIFACT_CHARS = (300, 4_000)
+"""Size range of the file written that carries an artifact needle (what other synthetic writes hold)."""
 
 _TASKS = {
     "short": "The {noun} {verb} step crashes with a KeyError when the {noun2} list is empty. Can you find the "
@@ -64,8 +75,8 @@ class _Session:
         self.rng = Random(f"{spec.name}/{seed}")
         needle_rng = Random(f"{spec.name}/{seed}/needles/{attempt}")
         self.project = self.rng.choice(tx.NOUNS) + self.rng.choice(tx.NOUNS)
-        self.out = Outputs(self.rng, cal, self.project, dict(spec.size_scale), spec.max_output_chars,
-                           spec.reread, spec.failure_at_tail)
+        cap = min(spec.max_output_chars, round(spec.tokens * MAX_OUTPUT_SHARE * CHARS_PER_TOKEN["read"]))
+        self.out = Outputs(self.rng, cal, self.project, dict(spec.size_scale), cap, spec.reread, spec.failure_at_tail)
         self.mix = [spec.mix.get(c, cal.tool_mix[c]) for c in CATEGORIES]
         self.messages: list[Message] = []
         self.est = 0.0
@@ -178,14 +189,36 @@ class _Session:
             where[0] = ai if needle.kind in ("artifact", "decision") else ri
 
     def _needle_call(self, p: Planted) -> Call:
+        """The tool call that carries a needle, sized like the real calls it stands for.
+
+        * error: a failing test run prints at least its header, progress, the ``FAILURES`` section
+          with the traceback, and the summary. Its size is the scenario's bash fit conditioned on
+          lying between ``FAILING_RUN_MIN_CHARS`` and the ``ERROR_RUN_MAX_QUANTILE`` quantile: the
+          real failing test runs in ../shared/traces (Claude Code ``mix test`` runs not piped
+          through ``tail``) are 2.8K-10K chars, and the conditioned fit gives 2K-20K, median ~4.4K,
+          at the calibrated scale. Where a scenario puts failures at the tail of huge outputs
+          (``failure_at_tail``), the floor is the scenario's 90th-percentile bash size instead
+          (33K-120K chars, median ~55K, in ``logs``): the error line ends one of its largest outputs.
+        * fact in a file: a whole TOML file of a read-sized length (the scenario's read fit
+          conditioned on ``CONFIG_CHARS``; median ~2.4K at the calibrated scale), the needle's
+          section a random 10-70% into it.
+        * artifact: the created file holds a module of ``ARTIFACT_CHARS`` characters, like other writes.
+
+        The sizes come from the session's own seeded draw, so a trace stays the same for a seed.
+        """
         assert p.call is not None
         tool, args, tail = p.call
+        r = self.rng
         if tool == "bash":
-            run = self.out.test_run(self.out.size("bash"), tail=tail)
+            floor = max(FAILING_RUN_MIN_CHARS, self.out.quantile("bash", 0.9) if self.spec.failure_at_tail else 0)
+            ceiling = max(floor, self.out.quantile("bash", ERROR_RUN_MAX_QUANTILE))
+            run = self.out.test_run(self.out.size_within("bash", floor, ceiling), tail=tail)
             return replace(run, input=args, is_error=True)
         if tool == "read_file":
-            return Call(tool, args, "\n".join(tx.numbered(iter(tail.splitlines()), 1, "→")), category="read")
-        return Call(tool, args, tail, category="write")
+            size = self.out.size_within("read", *CONFIG_CHARS)
+            return Call(tool, args, self.out.config_file(tail, size), category="read")
+        content = tx.fill(args["content"], tx.code_lines(r), r.randint(*ARTIFACT_CHARS))
+        return Call(tool, {**args, "content": content}, tail, category="write")
 
     # -- checking -------------------------------------------------------------------------------
     def _trace(self) -> Trace | None:

@@ -9,6 +9,8 @@ removal looks for); an edit bumps the file's version so a later read shows new c
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from itertools import chain
 from random import Random
@@ -110,18 +112,54 @@ class Outputs:
                     if size <= len(body) else tx.fill(f"File created successfully at: {path}",
                                                       tx.numbered(tx.code_lines(r)), size), category="write")
 
+    def size_within(self, category: str, floor: float, ceiling: float = math.inf) -> int:
+        """A size from the category's scaled fit conditioned on lying in [floor, ceiling], capped."""
+        fitted = self.cal.output_chars[category].scaled(self.size_scale.get(category, 1.0))
+        return max(1, min(self.max_chars, round(fitted.sample_within(self.rng, floor, ceiling))))
+
+    def quantile(self, category: str, q: float) -> float:
+        """The ``q`` quantile of the category's scaled output size (before the cap)."""
+        return self.cal.output_chars[category].scaled(self.size_scale.get(category, 1.0)).quantile(q)
+
     def test_run(self, size: int, tail: str | None = None) -> Call:
-        """A pytest run; ``tail`` (a failure summary) ends the output when given."""
+        """A pytest run; ``tail`` (from the ``E`` error line to the summary) ends the output when given.
+
+        A failing run ends like pytest's: the ``FAILURES`` section (the test's source and the frames
+        into the code under test), then ``tail``. Where ``size`` is too small to hold the section
+        too, only ``tail`` is kept (the drawn size wins).
+        """
         r = self.rng
         tests = [f"tests/test_{r.choice(tx.NOUNS)}.py" for _ in range(6)]
         failing = tail is not None or r.random() < 0.2
         if failing and tail is None and self.failure_at_tail:
             err = f"E   {tx.camel(r)}Error: {r.choice(tx.NOUNS)} {r.randint(0, 9999)} was not {r.choice(tx.VERBS)}d"
-            tail = f"{err}\nFAILED {tests[0]}::test_{tx.snake(r)} - {err[4:]}\n1 failed, {r.randint(50, 900)} passed"
+            tail = (f"{err}\n\n{tests[0]}:{r.randint(20, 300)}: {err[4:].split(':')[0]}\n"
+                    f"{tx.rule('short test summary info')}\nFAILED {tests[0]}::test_{tx.snake(r)} - {err[4:]}\n"
+                    f"1 failed, {r.randint(50, 900)} passed")
+        if tail:
+            failed = re.search(r"^FAILED (\S+)::(\w+)", tail, re.M)
+            section = "\n".join(tx.pytest_failure(r, self.project, *failed.groups())) if failed else ""
+            if section and len(section) + len(tail) + 2 <= size:
+                tail = f"{section}\n{tail}"
         body = tx.fill(tx.pytest_head(self.project, r.randint(20, 2000)), tx.pytest_lines(r, self.project, tests),
                        max(size - len(tail) - 1, 0) if tail else size)
         cmd = f"python -m pytest {r.choice(tests)} -q" if r.random() < 0.6 else "python -m pytest -q -x"
         return Call("bash", {"command": cmd}, f"{body}\n{tail}" if tail else body, failing, "bash")
+
+    def config_file(self, section: str, size: int) -> str:
+        """A numbered TOML file of about ``size`` characters with ``section`` somewhere inside it, whole."""
+        r = self.rng
+        lines = tx.config_lines(r)
+        before, depth = [f"# {self.project} settings"], size * r.uniform(0.1, 0.7)
+        chars = len(before[0])
+        while chars < depth:
+            before.append(next(lines))
+            chars += len(before[-1]) + 1
+        head = [*before, "", *section.rstrip("\n").split("\n")]
+        text = "\n".join(tx.numbered(iter(head), 1, "→"))
+        if len(text) >= size:
+            return text
+        return tx.fill(text, tx.numbered(lines, len(head) + 1, "→"), size)
 
     def _bash(self, size: int) -> Call:
         r = self.rng

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from random import Random
 
+from traces import synthetic_text as tx
+
 WORDS = ("osprey", "kestrel", "heron", "quartz", "basalt", "lupine", "marble", "cinder", "juniper",
          "falcon", "garnet", "obsidian", "plover", "tamarack", "wren", "zircon", "saffron", "puffin",
          "lynx", "tundra", "cobalt", "magpie", "sorrel", "vireo")
@@ -79,9 +81,11 @@ def draw(kind: str, rng: Random, project: str, variant: int) -> Planted:
         line = (f"E   ChecksumError: shard {_word(rng).upper()}-{rng.randint(1000, 9999)} digest mismatch "
                 f"(expected {rng.getrandbits(32):08x}, got {rng.getrandbits(32):08x})")
         cmd = f"python -m pytest {test} -x -q"
+        tail = (f"{line}\n\n{test}:{rng.randint(20, 300)}: ChecksumError\n{tx.rule('short test summary info')}\n"
+                f"FAILED {test}::test_roundtrip - ChecksumError\n"
+                f"1 failed, {rng.randint(20, 400)} passed in {rng.uniform(2, 90):.2f}s")
         return Planted(kind, f"What exact error line did `{cmd}` fail with?", line,
-                       call=("bash", {"command": cmd}, f"{line}\nFAILED {test}::test_roundtrip - ChecksumError\n"
-                             "1 failed in 4.21s"), reference=cmd)
+                       call=("bash", {"command": cmd}, tail), reference=cmd)
     if kind == "artifact":
         path = f"/home/dev/{project}/src/{project}/{_word(rng)}_{_word(rng)}_adapter.py"
         content = f'"""Adapter for the upstream API."""\n\nclass Adapter:\n    retries = {rng.randint(2, 9)}\n'

@@ -97,13 +97,53 @@ def log_lines(rng: Random, project: str) -> Iterator[str]:
                f"id={rng.getrandbits(48):012x} took={rng.randint(1, 900)}ms n={rng.randint(0, 4000)}")
 
 
-def traceback_lines(rng: Random, project: str, error: str) -> list[str]:
-    lines = ["Traceback (most recent call last):"]
-    for _ in range(rng.randint(2, 5)):
-        lines.append(f'  File "/home/dev/{project}/src/{project}/{rng.choice(NOUNS)}.py", line {rng.randint(10, 900)}, '
-                     f"in {snake(rng)}")
-        lines.append(f"    {rng.choice(NOUNS)} = self.{snake(rng)}({rng.choice(NOUNS)}, timeout={rng.randint(1, 60)})")
-    return [*lines, error]
+RULE = 80
+"""pytest's section rules are 80 columns wide."""
+
+
+def rule(title: str = "", char: str = "=") -> str:
+    """A pytest section rule such as ``==== FAILURES ====``."""
+    if not title:
+        return char * RULE
+    side = max(RULE - len(title) - 2, 2)
+    return f"{char * (side // 2)} {title} {char * (side - side // 2)}"
+
+
+def pytest_failure(rng: Random, project: str, test_file: str, test: str) -> list[str]:
+    """The ``FAILURES`` section of one failing test, down to (not including) its ``E`` error line.
+
+    pytest prints the test's source with ``>`` at the failing line, then one block per frame into
+    the code under test; the caller appends the ``E   ...`` line, the location and the summary.
+    """
+    lines = [rule("FAILURES"), rule(test, "_"), "", f"    def {test}():",
+             f"        {rng.choice(NOUNS)} = {camel(rng)}(limit={rng.randint(1, 64)})",
+             f">       assert {snake(rng)}({rng.choice(NOUNS)}) == {rng.choice(NOUNS)}", "",
+             f"{test_file}:{rng.randint(10, 400)}: "]
+    frames = rng.randint(2, 5)
+    for k in range(frames):
+        noun = rng.choice(NOUNS)
+        lines += ["_ " * 39 + "_", "", f"    def {snake(rng)}(self, {noun}, timeout={rng.randint(1, 60)}):",
+                  f"        {noun}_id = self._{rng.choice(NOUNS)}_{rng.choice(NOUNS)}.get({noun})",
+                  f">       return self.{snake(rng)}({noun}_id, retries={rng.randint(0, 5)})"]
+        if k < frames - 1:
+            lines += ["", f"src/{project}/{rng.choice(NOUNS)}.py:{rng.randint(10, 900)}: in {snake(rng)}"]
+    return lines
+
+
+def config_lines(rng: Random) -> Iterator[str]:
+    """A TOML settings file, one section at a time (what an agent reads to find a setting)."""
+    values = {
+        "timeout": lambda: str(rng.randint(1, 300)), "limit": lambda: str(rng.randint(10, 9000)),
+        "enabled": lambda: rng.choice(("true", "false")), "level": lambda: f'"{rng.choice(LEVELS).lower()}"',
+        "path": lambda: f'"/var/lib/{rng.choice(NOUNS)}/{rng.choice(NOUNS)}"',
+        "url": lambda: f'"https://{rng.choice(NOUNS)}.example.com/{rng.choice(VERBS)}"',
+    }
+    while True:
+        yield ""
+        yield f"[{rng.choice(NOUNS)}.{rng.choice(NOUNS)}]"
+        for _ in range(rng.randint(2, 7)):
+            suffix = rng.choice(tuple(values))
+            yield f"{rng.choice(NOUNS)}_{suffix} = {values[suffix]()}"
 
 
 def pytest_lines(rng: Random, project: str, tests: list[str]) -> Iterator[str]:

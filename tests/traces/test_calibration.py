@@ -88,3 +88,17 @@ def test_codex_redacted_lengths_are_read(tmp_path):
 
 def test_refitting_the_real_traces_gives_the_stored_constants(shared_traces):
     assert fit(shared_traces) == FITTED
+
+
+def test_conditioned_draws_stay_in_range_and_follow_the_conditioned_quantiles():
+    """What the error and config needles are sized with: the fit conditioned on a size range."""
+    bash, rng = FITTED.output_chars["bash"], Random(5)
+    normal = statistics.NormalDist()
+    lo, hi = 2_000.0, bash.quantile(0.97)
+    sizes = sorted(bash.sample_within(rng, lo, hi) for _ in range(20_000))
+    assert lo <= sizes[0] and sizes[-1] <= hi
+    f_lo = normal.cdf(math.log(lo / bash.median) / bash.sigma)
+    assert statistics.median(sizes) == pytest.approx(bash.quantile((f_lo + 0.97) / 2), rel=0.05)
+    above = [bash.sample_within(rng, lo) for _ in range(2_000)]
+    assert min(above) >= lo and max(above) > hi  # no ceiling: the tail stays
+    assert bash.scaled(6.0).quantile(0.9) == pytest.approx(6.0 * bash.quantile(0.9))

@@ -69,6 +69,33 @@ def test_every_real_file_imports_and_replays(shared_traces, counter):
         _assert_replays(trace, counter)
 
 
+# every file: (messages, API calls = unique message ids, tool calls); MANIFEST.md §1 gives the calls and tools
+EVERY_FILE = {
+    "4d5611e5-241a-462a-8d15-5122611a9569.jsonl": (280, 139, 150),
+    "4d5611e5-241a-462a-8d15-5122611a9569/subagents/agent-a2898e3.jsonl": (24, 12, 33),
+    "4d5611e5-241a-462a-8d15-5122611a9569/subagents/agent-acompact-e1f845.jsonl": (5, 1, 0),
+    "258c7280-ae70-4798-800f-63464d01a85d.jsonl": (307, 152, 186),
+    "258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-a881341.jsonl": (6, 3, 2),
+    "258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-acompact-fffbd0.jsonl": (4, 1, 0),
+    "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl": (439, 217, 242),
+    "ae4a77f8-aedd-4bc1-888f-c94edc91af04/subagents/agent-aac57f5.jsonl": (6, 3, 12),
+    "ae4a77f8-aedd-4bc1-888f-c94edc91af04/subagents/agent-acompact-946d2b.jsonl": (2, 1, 0),
+    "subagent.jsonl": (27, 12, 16),
+    "tool_heavy.jsonl": (15, 4, 6),
+    "short.jsonl": (4, 1, 2),
+}
+
+
+def test_every_file_has_pinned_counts(shared_traces):
+    folder = shared_traces / FOLDER
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*.jsonl")) == sorted(EVERY_FILE)
+    for name, counts in EVERY_FILE.items():
+        (trace,) = read_path(folder / name).traces
+        assert (len(trace.messages), trace.n_calls, trace.n_tool_calls) == counts, name
+        if "acompact" in name:  # the summariser call: one answer, no tools, no compaction of its own
+            assert trace.compactions == () and trace.messages[-1].role == "assistant"
+
+
 @pytest.mark.parametrize(
     "name, calls, tools, trigger, pre_tokens, summary_chars",
     [

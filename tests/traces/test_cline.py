@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from bench.pricing import profile
 from bench.replay import ReplayConfig, replay
 from strategies import build
+from tests.traces._fuzz import only_trace_errors
 from traces.formats import cline, detect, read_path
 from traces.model import TraceError, orphans
 
@@ -38,6 +39,27 @@ def test_every_real_file_imports_and_replays(shared_traces, counter):
         assert orphans(trace.messages) == (set(), set())
         run = replay(trace, build("none"), ReplayConfig(profile("claude-sonnet-4-5")), counter=counter)
         assert len(run.calls) == trace.n_calls and run.failed is None
+
+
+# every file: (traces, messages, calls, tool calls); MANIFEST.md §5 (its message counts leave out the system prompt)
+EVERY_FILE = {
+    "session.json": None,
+    "session.messages.json": (33, 16, 11),
+    "basic.compaction.json": (11, 5, 0),
+    "agentic.compaction.json": (4, 1, 0),
+    "success.messages.json": (4, 2, 1),
+}
+
+
+def test_every_file_has_pinned_counts(shared_traces):
+    assert sorted(p.name for p in (shared_traces / FOLDER).iterdir()) == sorted(EVERY_FILE)
+    for name, counts in EVERY_FILE.items():
+        traces = read_path(shared_traces / FOLDER / name).traces
+        if counts is None:
+            assert traces == []
+            continue
+        (trace,) = traces
+        assert (len(trace.messages), trace.n_calls, trace.n_tool_calls) == counts, name
 
 
 def test_session_counts_and_usage(shared_traces):
@@ -199,3 +221,34 @@ def test_fuzz_only_trace_errors(data):
                 assert str(path) in str(e)
     finally:
         path.unlink()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuzz_vscode_task_only_trace_errors(data):
+    """The VS Code layout: api_conversation_history.json and its ui_messages.json, either one corrupted."""
+    history = json.loads(json.dumps(VSCODE))
+    ui = [{"ts": 1, "type": "say", "say": "api_req_started", "text": json.dumps({"tokensIn": 7, "tokensOut": 3})},
+          {"ts": 2, "type": "say", "say": "text", "text": "hi"}]
+    which = data.draw(st.sampled_from(["history", "ui"]))
+    doc = history if which == "history" else ui
+    op = data.draw(st.sampled_from(["retype", "drop", "truncate", "bytes"]))
+    if op in ("retype", "drop"):
+        target = data.draw(st.sampled_from(doc + [b for m in doc for b in (m.get("content") or [])
+                                                  if isinstance(b, dict)]))
+        key = data.draw(st.sampled_from(sorted(target)))
+        if op == "drop":
+            del target[key]
+        else:
+            target[key] = data.draw(_junk())
+    texts = {"history": json.dumps(history).encode(), "ui": json.dumps(ui).encode()}
+    if op == "truncate":
+        texts[which] = texts[which][: data.draw(st.integers(0, len(texts[which]) - 1))]
+    elif op == "bytes":
+        texts[which] = data.draw(st.binary(max_size=40))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "api_conversation_history.json").write_bytes(texts["history"])
+        (folder / "ui_messages.json").write_bytes(texts["ui"])
+        only_trace_errors(cline.read_file, folder / "api_conversation_history.json")
+        only_trace_errors(cline.read_file, folder / "ui_messages.json")

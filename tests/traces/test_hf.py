@@ -138,3 +138,23 @@ def test_fuzz_only_trace_errors(tmp_path, rows, schema, lenient):
         hf.load(str(path), schema=schema, lenient=lenient)
     except TraceError:
         pass
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.sampled_from([SWE_AGENT_ROW, _openhands_row("t0")]), st.sampled_from(["jsonl", "parquet"]),
+       st.integers(0, 10_000), st.binary(max_size=40), st.booleans())
+def test_fuzz_truncated_files_and_random_bytes(hf_home, row, kind, cut, junk, use_junk):
+    """A local dataset file cut short or replaced by random bytes: the loader's own error, naming the file."""
+    path = hf_home / f"rows.{kind}"
+    if kind == "jsonl":
+        _jsonl(path, [row, row])
+    else:
+        _parquet(path, [row, row])
+    whole = path.read_bytes()
+    path.write_bytes(junk if use_junk else whole[: cut % max(len(whole), 1)])
+    for lenient in (False, True):
+        try:
+            hf.load(str(path), lenient=lenient)
+        except TraceError as e:
+            assert path.name in str(e), str(e)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from tests.traces._fuzz import only_trace_errors
 from traces import native
 from traces.model import (
     Image,
@@ -90,3 +95,49 @@ def test_steps_split_on_assistant_messages():
     assert [len(s.inputs) for s in steps] == [2, 1]
     assert steps[0].answer.id == "msg_1"
     assert steps[1].answer.text == "done"
+
+
+JUNK = st.one_of(st.none(), st.integers(), st.text(max_size=4), st.lists(st.integers(), max_size=2), st.just({}))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuzz_only_trace_errors(data):
+    """What ``import --out`` writes and ``run --traces`` reads: truncated, retyped, dropped, random bytes."""
+    records = [json.loads(line) for line in native.dumps(full_trace()).splitlines()]
+    raw: dict[int, bytes] = {}
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.integers(0, len(records) - 1))
+        op = data.draw(st.sampled_from(["truncate", "retype", "drop", "bytes"]))
+        if op == "truncate":
+            text = json.dumps(records[i]).encode()
+            raw[i] = text[: data.draw(st.integers(0, len(text) - 1))]
+        elif op == "bytes":
+            raw[i] = data.draw(st.binary(max_size=30))
+        else:
+            blocks = records[i].get("blocks")
+            target = data.draw(st.sampled_from([records[i], *[b for b in (blocks if isinstance(blocks, list) else [])
+                                                              if isinstance(b, dict)]]))
+            if not target:
+                continue
+            key = data.draw(st.sampled_from(sorted(target)))
+            if op == "drop":
+                del target[key]
+            else:
+                target[key] = data.draw(JUNK)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "t.cbt.jsonl"
+        path.write_bytes(b"\n".join(raw.get(i, json.dumps(r).encode()) for i, r in enumerate(records)))
+        only_trace_errors(native.read_file, path)
+
+
+def test_not_utf8_line_is_named_and_lenient_skips_bad_records(tmp_path):
+    lines = native.dumps(full_trace()).encode().splitlines()
+    lines[2] = b"\xff\xfe" + lines[2]
+    lines[3] = lines[3][:10]
+    path = tmp_path / "bytes.cbt.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(TraceError, match=r"bytes\.cbt\.jsonl:3: bad message record: ValueError: not UTF-8"):
+        native.read(path)
+    result = native.read_file(path, lenient=True)
+    assert result.skipped == 2 and len(result.traces[0].messages) == len(full_trace().messages) - 2

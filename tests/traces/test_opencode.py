@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from bench.pricing import profile
 from bench.replay import ReplayConfig, replay
 from strategies import build
+from tests.traces._fuzz import only_trace_errors
 from traces.formats import detect, opencode
 from traces.model import TraceError, orphans
 
@@ -108,11 +109,11 @@ def _db(path: Path, session=None) -> Path:
     return path
 
 
-def _storage(root: Path) -> Path:
+def _storage(root: Path, messages=None) -> Path:
     session = root / "storage" / "session" / "proj" / "ses_1.json"
     session.parent.mkdir(parents=True)
     session.write_text(json.dumps({"id": "ses_1", "projectID": "proj", "title": "t", "version": "1.0"}))
-    for info, parts in _session():
+    for info, parts in messages or _session():
         m = root / "storage" / "message" / "ses_1" / f"{info['id']}.json"
         m.parent.mkdir(parents=True, exist_ok=True)
         m.write_text(json.dumps(info))
@@ -220,3 +221,33 @@ def test_fuzz_only_trace_errors(data):
                 assert str(path) in str(e)
     finally:
         path.unlink()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuzz_database_and_storage_only_trace_errors(data):
+    """The two on-disk layouts: fields retyped or dropped, a row's or file's JSON truncated or random bytes."""
+    session = json.loads(json.dumps(_session()))
+    info, parts = data.draw(st.sampled_from(session))
+    target = data.draw(st.sampled_from([info] + parts + [p["state"] for p in parts if "state" in p]))
+    key = data.draw(st.sampled_from(sorted(k for k in target if k not in ("id", "sessionID"))))
+    if data.draw(st.booleans()):
+        target[key] = data.draw(_junk())
+    else:
+        del target[key]
+    raw = data.draw(st.one_of(st.none(), st.binary(max_size=40), st.integers(0, 60)))
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        if data.draw(st.booleans()):
+            path = _db(root / "opencode.db", session)
+            if raw is not None:  # a row's data column: random bytes or cut short
+                with sqlite3.connect(path) as db:
+                    (row, text) = db.execute("select id, data from part order by id limit 1").fetchone()
+                    db.execute("update part set data = ? where id = ?",
+                               (raw if isinstance(raw, bytes) else text[:raw], row))
+        else:
+            path = _storage(root, session)
+            if raw is not None:
+                f = data.draw(st.sampled_from(sorted((root / "storage").rglob("*.json"))))
+                f.write_bytes(raw if isinstance(raw, bytes) else f.read_bytes()[:raw])
+        only_trace_errors(opencode.read_file, path, names=str(root))

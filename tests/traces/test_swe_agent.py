@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from bench.pricing import profile
 from bench.replay import ReplayConfig, replay
 from strategies import build
+from tests.traces._fuzz import only_trace_errors
 from traces.formats import detect, mini_swe_agent, read_path, swe_agent
 from traces.model import ToolResult, TraceError, orphans
 
@@ -180,8 +181,46 @@ def _mutations():
 @given(_mutations(), st.booleans())
 def test_fuzz_only_trace_errors(text, lenient):
     path = _write(text)
-    for module in (swe_agent, mini_swe_agent):
-        try:
-            module.read_file(path, lenient=lenient)
-        except TraceError:
-            pass
+    try:
+        for module in (swe_agent, mini_swe_agent):
+            only_trace_errors(module.read_file, path, (lenient,))
+    finally:
+        path.unlink()
+
+
+MINI_V2 = {"info": {"exit_status": "Submitted", "config": {"model": {"model_name": "m1"}}},
+           "trajectory_format": "mini-swe-agent-1.1",
+           "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
+                        {"role": "assistant", "content": "look\n```mswea_bash_command\nls\n```",
+                         "extra": {"response": {"usage": {"prompt_tokens": 9, "completion_tokens": 2}}}},
+                        {"role": "user", "content": "<returncode>0</returncode>"},
+                        {"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}}]}
+MINI_V1 = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
+           {"role": "assistant", "content": "look\n```bash\nls\n```"},
+           {"role": "user", "content": "<returncode>0</returncode>\n<output>a.py</output>"}]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuzz_mini_swe_agent_only_trace_errors(data):
+    """mini-swe-agent's own shapes (a bare message list, the 1.1 document): truncated, retyped, dropped, bytes."""
+    doc = json.loads(json.dumps(data.draw(st.sampled_from([MINI_V1, MINI_V2]))))
+    messages = doc["messages"] if isinstance(doc, dict) else doc
+    op = data.draw(st.sampled_from(["truncate", "retype", "drop", "bytes"]))
+    if op in ("retype", "drop"):
+        target = data.draw(st.sampled_from(([doc, doc["info"]] if isinstance(doc, dict) else []) + messages))
+        key = data.draw(st.sampled_from(sorted(target)))
+        if op == "drop":
+            del target[key]
+        else:
+            target[key] = data.draw(JSONISH)
+    text = json.dumps(doc).encode()
+    if op == "truncate":
+        text = text[: data.draw(st.integers(0, len(text) - 1))]
+    elif op == "bytes":
+        text = data.draw(st.binary(max_size=40))
+    path = _write(text, ".traj.json")
+    try:
+        only_trace_errors(mini_swe_agent.read_file, path)
+    finally:
+        path.unlink()

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import itertools
+import math
+import statistics
 from functools import cache
 
 import pytest
 
 from bench.tokens import render
 from traces import native
-from traces.model import Trace, orphans
+from traces.calibration import FITTED
+from traces.model import Needle, Trace, orphans
 from traces.scenarios import DEFAULT_BENCH, SCENARIOS, resolve
-from traces.synthetic import generate
+from traces.synthetic import ARTIFACT_CHARS, CONFIG_CHARS, FAILING_RUN_MIN_CHARS, generate
 
 # huge is opt-in and slow: its shape is checked at a reduced size
 SMALL = {name: (name if SCENARIOS[name].tokens <= 500_000 else f"{name}@tokens=120000") for name in SCENARIOS}
@@ -110,11 +113,70 @@ def test_long_has_every_needle_kind_at_its_planned_depth(counter):
             assert abs(depth - plan.at) < 0.08, (n.kind, plan.at, depth)
 
 
-def test_error_needle_is_the_tail_of_a_failing_test_run():
+def _needle_outputs(t: Trace, kind: str) -> list[tuple[Needle, str]]:
+    return [(n, t.messages[n.message_index].tool_results[0].content) for n in t.needles
+            if n.kind == kind and n.message_index >= 0 and t.messages[n.message_index].tool_results]
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_error_needle_ends_a_whole_failing_test_run(name):
+    """Header, progress, the FAILURES section with its traceback, the E line, the summary: never a bare tail."""
+    t = trace_of(SMALL[name])
+    runs = _needle_outputs(t, "error")
+    assert len(runs) == sum(p.kind == "error" for p in resolve(SMALL[name]).needles)
+    for n, out in runs:
+        assert t.messages[n.message_index].tool_results[0].is_error  # the needle's call is the step's first
+        assert len(out) >= FAILING_RUN_MIN_CHARS, (name, len(out))
+        assert out.startswith("=" * 29 + " test session starts")
+        failures, answer, summary = out.index(" FAILURES "), out.index(n.answer), out.index("short test summary info")
+        assert failures < out.index(">       ") < answer < summary and len(out) - answer < 600
+        assert out.rstrip().endswith("s") and "1 failed" in out[summary:]
+
+
+def test_error_needle_sizes_follow_the_conditioned_bash_fit():
+    """Across seeds the error runs of a calibrated-scale scenario look like the real failing runs (2.8K-10K)."""
+    sizes = sorted(len(out) for seed in range(12) for _, out in _needle_outputs(trace_of("multitask", seed), "error"))
+    assert sizes[0] >= FAILING_RUN_MIN_CHARS and sizes[-1] <= FITTED.output_chars["bash"].quantile(0.97) + 1
+    assert 3_000 < statistics.median(sizes) < 7_000
+
+
+def test_logs_error_needle_is_the_tail_of_one_of_the_largest_outputs():
+    spec = SCENARIOS["logs"]
     t = trace_of("logs")
-    for n in (n for n in t.needles if n.kind == "error"):
-        (result,) = t.messages[n.message_index].tool_results
-        assert result.is_error and n.answer in result.content[-300:]
+    bash = sorted(len(r.content) for m, nxt in itertools.pairwise(t.messages)
+                  for u, r in zip(m.tool_uses, nxt.tool_results, strict=False) if u.name == "bash")
+    floor = FITTED.output_chars["bash"].scaled(spec.size_scale["bash"]).quantile(0.9)
+    runs = _needle_outputs(t, "error")
+    assert len(runs) == 2
+    for n, out in runs:
+        assert len(out) >= floor > 30_000
+        assert sum(size > len(out) for size in bash) <= 0.1 * len(bash)  # in the session's top 10%
+        assert out.index(n.answer) > 0.99 * len(out)  # the failure is at the tail of the huge output
+
+
+def test_fact_and_artifact_needles_sit_in_files_of_real_sizes():
+    for name in ("long", "reads", "multitask"):
+        t = trace_of(name)
+        for n, out in _needle_outputs(t, "fact"):  # the fact read from a config file
+            assert CONFIG_CHARS[0] <= len(out) and "[release]" in out and f'codename = "{n.answer}"' in out
+            assert out.index(n.answer) > 40 and out.startswith("     1→# ")
+        writes = [u for n in t.needles if n.kind == "artifact" for u in t.messages[n.message_index].tool_uses
+                  if u.input.get("path") == n.answer]
+        assert len(writes) == 1 and ARTIFACT_CHARS[0] <= len(writes[0].input["content"]) <= ARTIFACT_CHARS[1]
+
+
+def test_needle_ages_span_the_report_buckets(counter):
+    """Retention by age needs needles of every age: at the end of the default bench, tokens since each was stated."""
+    edges = (0, 2_000, 8_000, 32_000, 128_000, math.inf)  # bench.probes.AGE_TOKEN_EDGES
+    buckets = set()
+    for name in DEFAULT_BENCH:
+        t = trace_of(name)
+        counts = counter.counts(t.messages)
+        for n in t.needles:
+            if n.message_index >= 0:
+                age = sum(counts[n.message_index + 1:])
+                buckets.add(next(k for k in range(5) if edges[k] <= age < edges[k + 1]))
+    assert buckets >= {1, 2, 3, 4}, buckets
 
 
 def test_reads_scenario_reads_the_same_files_again():
