@@ -26,6 +26,8 @@ def _run(args: argparse.Namespace) -> int:
         out=args.out,
         summarizer_options={"model": args.summarizer_model}
         if args.summarizer == "anthropic" and args.summarizer_model else {},
+        probe=args.probe,
+        probe_model=args.probe_model,
     )
     output = run(config, progress=not args.quiet)
     print(format_summary(output.summary))
@@ -108,6 +110,9 @@ def parser() -> argparse.ArgumentParser:
                    help="extractive (offline, the default), recorded (a real trace's own summaries) or anthropic")
     r.add_argument("--summarizer-model", default=None,
                    help="the summarizer's model (anthropic: the model called; extractive: the model billed)")
+    r.add_argument("--probe", choices=("exact", "anthropic"), default="exact",
+                   help="score needles by exact presence (offline), or also ask a real model (anthropic)")
+    r.add_argument("--probe-model", default=None, help="the model the anthropic probe asks (claude-haiku-4-5)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--seconds-per-call", type=float, default=10.0,
                    help="clock pace when a trace has no timestamps (drives the cache lifetime)")
@@ -143,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return int(args.fn(args))
-    except (StrategyError, TraceError, ValueError, KeyError) as e:
+    except (StrategyError, TraceError, ValueError, KeyError) as e:  # SummarizerError is a ValueError
         print(f"compaction-bench: error: {e}", file=sys.stderr)
         return 2
 

@@ -50,6 +50,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("retention", "fraction", False,
            "Share of needles (planted, or derived from a real trace) whose answer is verbatim in the last "
            "request sent; never-stated control needles excluded."),
+    Metric("llm_recall", "fraction", False,
+           "With `--probe anthropic`: share of stated needles a real model answered correctly from the last "
+           "request sent (empty otherwise); the gap to `retention` is what is present but not recalled."),
     Metric("cliff_round", "round", False,
            "First compaction round after which retention fell below 50% (empty: it never did)."),
     Metric("false_positive_rate", "fraction", True,
@@ -91,11 +94,15 @@ def _scores(r: TaskResult, agent: pd.DataFrame, events: pd.DataFrame, window: in
     """Retention, estimator and fidelity columns of one task (empty values where they do not apply)."""
     from bench.probes import cliff_rounds, false_positive_rate, retention
 
-    out: dict[str, object] = {"retention": np.nan, "cliff_round": pd.NA, "false_positive_rate": np.nan}
+    out: dict[str, object] = {"retention": np.nan, "llm_recall": np.nan, "cliff_round": pd.NA,
+                              "false_positive_rate": np.nan}
     probes = pd.DataFrame(r.probes)
     if not probes.empty:
         ret = retention(probes)
         out["retention"] = float(ret.retention.iloc[0]) if len(ret) else np.nan
+        if "llm_recalled" in probes:
+            asked = probes[(probes.moment == "end") & (probes.needle_kind != "control")].llm_recalled.dropna()
+            out["llm_recall"] = float(asked.astype(bool).mean()) if len(asked) else np.nan
         cliff = cliff_rounds(probes)
         out["cliff_round"] = cliff.cliff_round.iloc[0] if len(cliff) else pd.NA
         fpr = false_positive_rate(probes)
@@ -176,6 +183,8 @@ def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
         "false_economy": g.false_economy.sum(),
         "retention": g.retention.mean(),
     })
+    if table.llm_recall.notna().any():
+        out["llm_recall"] = g.llm_recall.mean()
     if BASELINE in out.index:
         out["saving_vs_none"] = 1 - out.input_tokens / out.loc[BASELINE, "input_tokens"]
     return out.sort_values("cost").reset_index()

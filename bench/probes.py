@@ -11,10 +11,11 @@ class (evaluation.md §F.7, after the conformance kit's typed canaries):
 - ``missing``: none of these;
 - control needles (never stated) are ``false-positive`` when found, else ``absent``.
 
-Extension point, LLM probe mode (§F.10): pass ``judge`` to ``needle_observer``. It is called as
-``judge(needle, context_text)`` only for rows not retained verbatim and may return another class
-(e.g. ``"retained-paraphrased"``) or None to keep the exact-match class. Judged runs must be
-labelled as such and replicated (Lost in Compaction: up to 14x run-to-run spread).
+LLM probe mode (§F.10, ``--probe anthropic``): pass ``asker`` (bench/llm_probe.py) to
+``needle_observer``. At the end of the trace every stated needle's question is put to a real model
+over the context sent; each row then also carries ``llm_answer`` and ``llm_recalled`` (the expected
+answer is in the model's reply), beside the exact-match class, so the gap between what is present
+and what is recalled shows (Lost in Compaction: 82-93% present, 0-7% recalled).
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ VERBATIM, RECOVERABLE, STALE, MISSING = "retained-verbatim", "recoverable-by-ref
 FALSE_POSITIVE, ABSENT = "false-positive", "absent"
 CLASSES = (VERBATIM, RECOVERABLE, STALE, MISSING, FALSE_POSITIVE, ABSENT)
 
-Judge = Callable[[Needle, str], str | None]
-"""LLM-probe hook: (needle, context text) → a class overriding exact match, or None."""
+Asker = Callable[[Sequence[Message], Sequence[Needle]], dict[str, str | None]]
+"""LLM probe (bench/llm_probe.py): (context sent, needles) → the model's answer per needle id."""
 
 AGE_TOKEN_EDGES = (0, 2_000, 8_000, 32_000, 128_000, np.inf)
 AGE_TOKEN_LABELS = ("< 2K", "2K–8K", "8K–32K", "32K–128K", "≥ 128K")
@@ -153,7 +154,7 @@ def needle_observer(
     *,
     needles: Sequence[Needle] | None = None,
     strategy: str | None = None,
-    judge: Judge | None = None,
+    asker: Asker | None = None,
 ) -> Observer:
     """An observer for ``bench.replay.replay``: one row per (needle, probe point).
 
@@ -180,12 +181,17 @@ def needle_observer(
         texts = [text_of(m) for m in ctx.messages]
         haystack = "\n".join(texts)
         rows = []
-        for n in needles:
-            if n.message_index >= cut:
-                continue  # not stated yet at this probe point
+        stated = [n for n in needles if n.message_index < cut]  # not yet stated: not probed
+        answers: dict[str, str | None] = {}
+        if asker is not None and moment == "end":
+            answers = asker(ctx.messages, [n for n in stated if n.kind != "control"])
+        for n in stated:
             cls = classify(n, haystack)
-            if judge is not None and cls not in (VERBATIM, FALSE_POSITIVE, ABSENT):
-                cls = judge(n, haystack) or cls
+            answer = answers.get(n.id)
+            llm = {} if asker is None else {
+                "llm_answer": answer,
+                "llm_recalled": None if answer is None else present(n.answer, normalize(answer),
+                                                                     is_path=n.kind == "artifact")}
             planted = n.message_index
             rows.append({
                 "trace": trace.id, **({"strategy": strategy} if strategy else {}),
@@ -196,6 +202,7 @@ def needle_observer(
                 "age_calls": call - timeline.call_of(planted) if planted >= 0 else None,
                 "cls": cls, "retained": cls == VERBATIM,
                 "tokens_after_match": _tokens_after_match(n, ctx, texts) if cls in (VERBATIM, FALSE_POSITIVE) else None,
+                **llm,
             })
         if moment == "end":
             state["round"] = 0

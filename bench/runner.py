@@ -54,6 +54,9 @@ class RunConfig:
     name: str = "run"
     out: str = "out"
     summarizer_options: dict[str, Any] = field(default_factory=dict)
+    probe: str = "exact"
+    """How needles are scored: ``exact`` (presence in the context) or ``anthropic`` (also asked to a model)."""
+    probe_model: str | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -134,7 +137,7 @@ def task_key(trace_sha: str, spec: strategies.StrategySpec, config: RunConfig) -
     material = json.dumps(
         [SCHEMA_VERSION, __version__, trace_sha, spec.name, dict(spec.params), cls.version, config.model,
          config.summarizer, config.summarizer_model, config.seconds_per_call, config.cache_ttl,
-         config.summarizer_options],
+         config.summarizer_options, config.probe, config.probe_model],
         sort_keys=True, default=str,
     )
     return hashlib.sha256(material.encode()).hexdigest()[:24]
@@ -155,12 +158,20 @@ def _init_worker(traces: list[Trace], counts: list[list[int]]) -> None:
         _COUNTERS[i] = counter
 
 
-def _observers(trace: Trace) -> tuple[Callable[..., list[dict]], ...]:
-    try:
-        from bench.probes import needle_observer
-    except ImportError:
-        return ()
-    return (needle_observer(trace),)
+def _asker(config: RunConfig, counter: TokenCounter | None = None) -> Any:
+    """The LLM probe of ``--probe`` (None for exact match only); refuses a missing key at once."""
+    from bench import llm_probe
+
+    options: dict[str, Any] = {"model": config.probe_model} if config.probe_model else {}
+    if counter is not None:
+        options["counter"] = counter  # the replay's shared counts
+    return llm_probe.build(config.probe, **options)
+
+
+def _observers(trace: Trace, asker: Any = None) -> tuple[Callable[..., list[dict]], ...]:
+    from bench.probes import needle_observer
+
+    return (needle_observer(trace, asker=asker),)
 
 
 def _fidelity(trace: Trace, spec: strategies.StrategySpec, strategy: strategies.Strategy,
@@ -194,7 +205,8 @@ def run_task(index: int, spec: strategies.StrategySpec, config: RunConfig) -> Ta
         )
         strategy = strategies.build(spec)
         result = replay(trace, strategy, replay_config, counter=_COUNTERS[index],
-                        summarizer=summarizer, label=spec.label, observers=_observers(trace))
+                        summarizer=summarizer, label=spec.label,
+                        observers=_observers(trace, _asker(config, _COUNTERS[index])))
         result.fidelity = _fidelity(trace, spec, strategy, replay_config, _COUNTERS[index], summarizer)
         return result
     except Exception as e:  # noqa: BLE001 - recorded, never lost
@@ -210,6 +222,7 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
     from bench.summarizers import build as build_summarizer
 
     build_summarizer(config.summarizer, **config.summarizer_options)
+    _asker(config)
     traces = load_traces(config)
     if not traces:
         raise ValueError("no traces to replay")

@@ -118,13 +118,23 @@ def test_none_keeps_everything_and_an_update_with_both_values_is_retained():
     assert not [p for p in result.probes if p["moment"] == "compaction"]
 
 
-def test_control_found_is_a_false_positive_and_judge_hook_can_reclassify():
+def test_control_found_is_a_false_positive_and_an_asker_answers_beside_the_class():
     system = M("system", "You are a coding agent. ZEBRA-99 is a reserved word.")
     trace = replace(TRACE, messages=(system, *MESSAGES[1:]))
-    result, _ = run(Forgetful(), trace, judge=lambda n, text: "retained-paraphrased" if n.id == "codeword" else None)
+    asked: list[list[str]] = []
+
+    def asker(messages, needles):
+        asked.append([n.id for n in needles])
+        return {n.id: (n.answer if n.id == "codeword" else "unknown") for n in needles}
+
+    result, _ = run(Forgetful(), trace, asker=asker)
     rows = by_needle(result, "compaction")
-    assert rows["zebra"]["cls"] == FALSE_POSITIVE
-    assert rows["codeword"]["cls"] == "retained-paraphrased" and rows["port"]["cls"] == STALE
+    assert rows["zebra"]["cls"] == FALSE_POSITIVE and rows["port"]["cls"] == STALE
+    assert rows["port"]["llm_recalled"] is None  # asked at the end of the trace only
+    end = by_needle(result, "end")
+    assert len(asked) == 1 and "zebra" not in asked[0]  # controls are never asked
+    assert end["codeword"]["llm_recalled"] is True and end["port"]["llm_recalled"] is False
+    assert end["zebra"]["llm_answer"] is None
 
 
 def test_retention_aggregates_per_class_kind_and_age():
