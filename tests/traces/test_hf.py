@@ -94,6 +94,22 @@ def test_hf_prefix_through_formats_load(hf_home):
     assert [t.id for t in load([f"hf:{path}"]).traces] == ["t0"]
 
 
+def test_source_options_split_limit_schema(hf_home):
+    from traces.formats.hf import DEFAULT_LIMIT, parse_source
+
+    path = _jsonl(hf_home / "oh3.jsonl", [_openhands_row(f"t{i}") for i in range(3)])
+    assert [t.id for t in load([f"hf:{path}@limit=2"]).traces] == ["t0", "t1"]
+    assert len(load([f"hf:{path}"]).traces) == 3  # a local file: every row
+    assert parse_source("hf:nebius/SWE-agent-trajectories") == ("nebius/SWE-agent-trajectories",
+                                                                 {"limit": DEFAULT_LIMIT})
+    assert parse_source("hf:org/set@split=test,limit=0,schema=chat") == (
+        "org/set", {"split": "test", "limit": None, "schema": "chat"})
+    with pytest.raises(TraceError, match="not one of split"):
+        parse_source("hf:org/set@rows=5")
+    with pytest.raises(TraceError, match="whole number"):
+        parse_source("hf:org/set@limit=many")
+
+
 def test_bad_rows_name_the_line_or_row(hf_home):
     path = hf_home / "bad.jsonl"
     path.write_text(json.dumps(_openhands_row("t0")) + "\n{\"trajectory\": 5}\n{oops\n")

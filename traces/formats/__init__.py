@@ -104,7 +104,8 @@ def load(sources: Iterable[str], *, lenient: bool = False) -> ReadResult:
         if source.startswith("hf:"):
             from traces.formats import hf
 
-            _merge(result, hf.load(source[3:], lenient=lenient))
+            dataset, options = hf.parse_source(source)
+            _merge(result, hf.load(dataset, lenient=lenient, **options))
             continue
         in_folder = Path(source).is_dir()
         passed_over = []

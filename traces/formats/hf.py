@@ -149,6 +149,33 @@ def _parquet_rows(path: Path) -> Iterator[Any]:
         raise TraceError(f"cannot read parquet ({type(e).__name__}: {e})", path=str(path)) from None
 
 
+DEFAULT_LIMIT = 100
+"""Rows read from a Hub dataset unless ``limit=`` says otherwise (the nebius set has 80K rows)."""
+
+
+def parse_source(source: str) -> tuple[str, dict[str, Any]]:
+    """``hf:owner/name[@split=test,limit=20,schema=openhands]`` → (dataset id or file, load options).
+
+    A Hub dataset reads ``DEFAULT_LIMIT`` rows by default (``limit=0``: all); a local file, all.
+    """
+    dataset, _, rest = source.removeprefix("hf:").partition("@")
+    options: dict[str, Any] = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or key not in ("split", "limit", "schema"):
+            raise TraceError(f"{source}: option {item!r} is not one of split=…, limit=…, schema=…")
+        if key == "limit":
+            if not value.isdigit():
+                raise TraceError(f"{source}: limit must be a whole number, not {value!r}")
+            options["limit"] = int(value) or None
+        else:
+            options[key] = value
+    local = Path(dataset).exists() or Path(dataset).suffix in LOCAL_SUFFIXES
+    if not local:
+        options.setdefault("limit", DEFAULT_LIMIT)
+    return dataset, options
+
+
 def load(dataset_id: str, *, lenient: bool = False, split: str = "train", limit: int | None = None,
          schema: str | None = None) -> ReadResult:
     """Traces from a Hub dataset id or a local parquet/JSONL file, one per row, up to ``limit`` rows."""
