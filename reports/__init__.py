@@ -104,16 +104,17 @@ class Scores:
     estimator: pd.DataFrame
     hidden: pd.DataFrame
     fidelity: pd.DataFrame
+    sweeps: list[scoring.Sweep]
 
 
-def score(run: RunData, rows: pd.DataFrame) -> Scores:
+def score(run: RunData, rows: pd.DataFrame, totals: pd.DataFrame) -> Scores:
     b = scoring.resamples(run.info)
     win = scoring.window(run.info)
     has_probes = run.probes is not None and not run.probes.empty and "cls" in run.probes
     probes = scoring.age_buckets(run.probes) if has_probes else None
+    retention = scoring.retention_overall(probes) if has_probes else pd.DataFrame()
     return Scores(
-        comparisons=scoring.comparisons(rows, resamples=b), resamples=b,
-        retention=scoring.retention_overall(probes) if has_probes else pd.DataFrame(),
+        comparisons=scoring.comparisons(rows, resamples=b), resamples=b, retention=retention,
         cliffs=scoring.cliff_table(probes) if has_probes else pd.DataFrame(),
         ages=probes,
         sizes=stats.summary_sizes(run.summaries) if "tokens" in run.summaries else pd.DataFrame(),
@@ -122,6 +123,7 @@ def score(run: RunData, rows: pd.DataFrame) -> Scores:
         estimator=scoring.estimator(run.events, run.calls, win) if win else pd.DataFrame(),
         hidden=scoring.hidden_overflow_calls(run.calls, win) if win else pd.DataFrame(),
         fidelity=scoring.fidelity(run.fidelity, rows),
+        sweeps=scoring.sweeps(run.info, totals, retention),
     )
 
 
@@ -133,8 +135,8 @@ def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFram
     finished = rows[rows.error == ""]
     trace = trace or _sawtooth_trace(finished)
     shown = [x for x in sawtooth if x in colors] if sawtooth else _sawtooth_strategies(finished, trace)
-    out: dict[str, list[tuple[Path, str]]] = {key: [] for key in ("results", "compare", "retention", "cost",
-                                                                  "summaries", "estimator")}
+    out: dict[str, list[tuple[Path, str]]] = {key: [] for key in ("results", "sweeps", "compare", "retention",
+                                                                  "cost", "summaries", "estimator")}
     out["results"] += [
         (charts.context_over_calls(run.calls, trace, shown, colors, run_dir / "context_over_calls.png",
                                    window=s.window),
@@ -145,6 +147,8 @@ def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFram
          "Input-token saving against dollar change, both relative to <code>none</code>. Points in the red "
          "quadrant bill fewer tokens yet cost more: rewriting old messages broke the prompt cache."),
     ]
+    if s.sweeps:
+        out["sweeps"].append(_sweep_chart(totals, s, colors, run_dir / "sweep_cost_retention.png"))
     if len(s.comparisons) and (s.comparisons.n >= 2).any():
         out["compare"].append((score_charts.paired_ci(s.comparisons, order, run_dir / "paired_ci.png"),
                                "Each strategy's mean difference from <code>none</code> over the paired traces, "
@@ -179,6 +183,20 @@ def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFram
     return {k: [(path.name, caption) for path, caption in v] for k, v in out.items()}
 
 
+def _sweep_chart(totals: pd.DataFrame, s: Scores, colors: dict[str, str], path: Path) -> tuple[Path, str]:
+    """Cost against retention, or against the token saving when the run has no probes."""
+    probed = len(s.retention) > 0 and "retention" in s.retention
+    points = totals.merge(s.retention[["strategy", "retention"]], on="strategy", how="left") if probed else totals
+    y = "retention" if probed else "saving_vs_none"
+    caption = ("Cost over all traces against " + ("needle retention (stated needles still verbatim when the "
+               "traces ended)" if probed else "the input-token saving vs <code>none</code>: this run has no "
+               "needle probes, so the saving stands in for retention") + ", one point per strategy. A sweep's "
+               "settings are joined in parameter order and labelled with their values; the green staircase is "
+               "the Pareto front: no other strategy is at most as dear and "
+               + ("retains" if probed else "saves") + " at least as much.")
+    return score_charts.cost_vs_retention(points, s.sweeps, colors, path, y=y), caption
+
+
 def _figures(figures: list[tuple[str, str]]) -> str:
     return "".join(
         f'<figure><img src="{name}" alt="{html.escape(name)}" width="{charts.SIZE_PIXELS[0]}" '
@@ -210,13 +228,13 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
     rows = tables.trace_rows(run.results, run.calls)
     totals = tables.strategy_totals(rows, run.calls)
     order = totals.strategy.tolist()
-    s = score(run, rows)
+    s = score(run, rows, totals)
     figures = _charts(run, run_dir, rows, totals, s, trace, sawtooth)
     per_trace = "".join(
         f"<details><summary><code>{html.escape(str(t))}</code> — {len(r)} strategies</summary>"
         + tables.table_html(r.sort_values("cost"), css_class="results compact") + "</details>"
         for t, r in rows.groupby("trace", sort=True))
-    headline = tables.headline(totals, int((rows.error != "").sum()))
+    headline = [*tables.headline(totals, int((rows.error != "").sum())), *sections.sweep_lines(s.sweeps)]
     significance = sections.significance_line(s.comparisons) if len(s.comparisons) else None
     context = {
         "title": html.escape(f"compaction-bench — {run.name}"),
@@ -227,6 +245,7 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
         "limitation": html.escape(LIMITATION),
         "summary_table": tables.table_html(totals, keys=tables.SUMMARY_COLUMNS),
         "results_charts": _figures(figures["results"]),
+        "sweeps": sections.sweeps_html(s.sweeps, _figures(figures["sweeps"])),
         "comparisons": sections.comparisons_html(s.comparisons, order, s.resamples) + _figures(figures["compare"]),
         "retention": _retention(s, order, run.probes is not None) + _figures(figures["retention"]),
         "cost_truth": sections.cost_html(s.cost, order) + _figures(figures["cost"]),

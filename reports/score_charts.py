@@ -1,4 +1,5 @@
-"""Charts of the scoring layer: paired intervals, retention classes and rounds, estimator ratios.
+"""Charts of the scoring layer: paired intervals, retention classes and rounds, estimator ratios,
+and the cost-against-retention chart of threshold sweeps.
 
 Same conventions as ``reports.charts`` (fixed size, no metadata, no pyplot): one function per PNG.
 """
@@ -12,13 +13,14 @@ import numpy as np
 import pandas as pd
 from matplotlib import ticker
 
-from reports.charts import _empty, _figure
-from reports.scoring import CLASSES, CLIFF
+from reports.charts import BASELINE, _empty, _figure, _place_labels
+from reports.scoring import CLASSES, CLIFF, DEFAULT, Sweep, pareto_front
 
 CLASS_COLORS = {"retained-verbatim": "#2e9e4f", "recoverable-by-reference": "#7fb7e6", "stale": "#f0a030",
                 "missing": "#d9534f"}
 METRIC_TITLES = {"cost": "cost per trace", "input_tokens": "input tokens per trace", "retention": "needle retention"}
 LOWER_IS_BETTER = {"cost": True, "input_tokens": True, "retention": False}
+FRONT_COLOR = "#1a7f37"
 
 
 def paired_ci(comparisons: pd.DataFrame, order: Sequence[str], path: Path) -> Path:
@@ -148,4 +150,59 @@ def estimate_ratio(gaps: pd.DataFrame, order: Sequence[str], colors: Mapping[str
         ax.set_xlabel("estimate / truth   (< 1: under-counts, fires later than it believes;  "
                       "bar = p10–p90, | = median)")
         ax.set_title(title)
+    return path
+
+
+def cost_vs_retention(points: pd.DataFrame, sweeps: Sequence[Sweep], colors: Mapping[str, str], path: Path, *,
+                      y: str = "retention") -> Path:
+    """Cost against retention (or ``y``), one point per strategy; a sweep's settings joined in
+    parameter order and labelled with their values; the Pareto front drawn as a staircase."""
+    with _figure(path) as (fig, ax):
+        axis = {"retention": "needle retention (verbatim at the end of the traces)",
+                "saving_vs_none": "input-token saving vs none"}.get(y, y)
+        title = f"Cost against {'retention' if y == 'retention' else 'token saving'}: what each setting buys"
+        have = points.assign(**{y: pd.to_numeric(points[y], errors="coerce")}).dropna(subset=["cost", y]) \
+            if y in points else points[:0]
+        if have.empty:
+            _empty(ax, title, f"no {axis} to plot in this run")
+            return path
+        have = have.assign(front=pareto_front(have, "cost", y)).set_index("strategy")
+        front = have[have.front].sort_values(["cost", y])
+        ax.step(front.cost, front[y], where="post", color=FRONT_COLOR, lw=7, alpha=0.22, solid_capstyle="round",
+                zorder=1, label="Pareto front (nothing both cheaper and higher)")
+        ax.scatter(front.cost, front[y], s=110, facecolor="none", edgecolor=FRONT_COLOR, lw=1.3, zorder=2)
+        labels: dict[str, str] = {}
+        for sweep in sweeps:
+            members = [s for s in sweep.rows.strategy if s in have.index]
+            if not members:
+                continue
+            color = colors.get(members[0], "#333333")
+            rows = sweep.rows.set_index("strategy").loc[members]
+            # A setting left at the strategy's default has no known place in the parameter order.
+            default = rows[[f"param:{k}" for k in sweep.keys]].eq(DEFAULT).any(axis=1)
+            line, alone = have.loc[rows.index[~default]], have.loc[rows.index[default]]
+            ax.plot(line.cost, line[y], color=color, lw=1.6, marker="o", markersize=6, markeredgecolor="white",
+                    zorder=3, label=f"{sweep.family} by {', '.join(sweep.keys)}")
+            ax.scatter(alone.cost, alone[y], color=color, s=40, edgecolor="white", lw=0.8, zorder=3)
+            for i, (_, row) in enumerate(sweep.rows[sweep.rows.strategy.isin(members)].iterrows()):
+                value = sweep.setting(row)
+                labels[row.strategy] = f"{sweep.keys[0]}={value}" if i == 0 and len(sweep.keys) == 1 else value
+        for s, row in have.iterrows():
+            if s in labels:
+                continue
+            base = s == BASELINE
+            ax.scatter(row.cost, row[y], color=colors.get(s, "#333333"), s=80 if base else 50, edgecolor="white",
+                       lw=0.8, zorder=3, marker="D" if base else "o")
+            labels[s] = s
+        ax.margins(y=0.1)
+        ax.set_xlim(0, float(have.cost.max()) * 1.08 or 1.0)
+        ax.set_title(title)
+        ax.set_xlabel("cost over all traces (USD, with the prompt cache)  ← cheaper")
+        ax.set_ylabel(f"{axis}  ↑ better")
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"${v:,.0f}" if v >= 10 else f"${v:,.2g}"))
+        ax.yaxis.set_major_formatter(ticker.PercentFormatter(1.0))
+        ax.legend(loc="best", framealpha=0.9, frameon=True, edgecolor="#e6e6e6")
+        fig.tight_layout()
+        names = list(labels)
+        _place_labels(ax, have.loc[names].cost.tolist(), have.loc[names, y].tolist(), [labels[n] for n in names])
     return path

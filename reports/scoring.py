@@ -9,6 +9,8 @@ run folder lacks (a probe column, a results column), so any run can still be ren
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -221,3 +223,109 @@ def safe_float(v: object) -> float:
 
 def finite(v: object) -> bool:
     return bool(np.isfinite(safe_float(v)))
+
+
+# -- threshold sweeps ---------------------------------------------------------------------------
+
+DEFAULT = "default"
+"""Shown for a parameter a setting left at the strategy's own default (the report cannot know its value)."""
+SWEEP_METRICS = ("cost", "input_tokens", "saving_vs_none", "overflows", "cache_hit_rate", "retention", "compactions")
+JUDGED_ON = ("retention", "saving_vs_none")
+"""What a sweep's best setting is judged on: retention when the run has probes, else the token saving."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One strategy family run at several parameter settings (labels sharing a registry name)."""
+
+    family: str
+    keys: tuple[str, ...]
+    """The parameters whose value differs between settings, sorted."""
+    fixed: dict[str, Any]
+    """Parameters every setting gave the same value."""
+    rows: pd.DataFrame
+    """One row per setting in parameter order: ``strategy``, ``param:<key>`` (text) per key, the
+    ``SWEEP_METRICS`` present, and the booleans ``cheapest`` and ``most_retained``."""
+
+    def setting(self, row: pd.Series) -> str:
+        """One row's swept values: ``0.5``, or ``a=1, b=2`` when several parameters vary."""
+        values = [str(row[f"param:{k}"]) for k in self.keys]
+        return values[0] if len(values) == 1 else ", ".join(f"{k}={v}" for k, v in zip(self.keys, values, strict=True))
+
+    @property
+    def metric(self) -> str | None:
+        """What "retains most" is judged on: retention when probed, else the token saving vs ``none``."""
+        return next((m for m in JUDGED_ON if m in self.rows), None)
+
+
+def _spec(entry: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(label, registry name, params) of one run.json strategy; older files only had the label."""
+    label = str(entry.get("label") or entry.get("name"))
+    if "name" in entry and "params" in entry:
+        return label, str(entry["name"]), dict(entry["params"] or {})
+    name, _, rest = label.partition("@")
+    return label, name, dict(item.partition("=")[::2] for item in filter(None, rest.split(",")))
+
+
+_MISSING = object()
+
+
+def _order_key(value: object) -> tuple[int, float, str]:
+    """Numbers by value, then other values by text, the strategy's default last."""
+    if value is _MISSING:
+        return (2, 0.0, "")
+    number = safe_float(value)
+    return (0, number, "") if np.isfinite(number) and not isinstance(value, bool) else (1, 0.0, str(value))
+
+
+def pareto_front(points: pd.DataFrame, x: str = "cost", y: str = "retention") -> pd.Series:
+    """True for each point no other point dominates: none at most as dear and retaining at least
+    as much, and strictly better on one of the two (rows missing either value are never on it)."""
+    have = points[[x, y]].apply(pd.to_numeric, errors="coerce")
+    cx, cy = have[x].to_numpy(dtype=float), have[y].to_numpy(dtype=float)
+    ok = np.isfinite(cx) & np.isfinite(cy)
+    front = []
+    for i in range(len(have)):
+        if not ok[i]:
+            front.append(False)
+            continue
+        others = ok & (cx <= cx[i]) & (cy >= cy[i]) & ((cx < cx[i]) | (cy > cy[i]))
+        front.append(not others.any())
+    return pd.Series(front, index=points.index)
+
+
+def sweeps(info: dict[str, Any], totals: pd.DataFrame, retention: pd.DataFrame) -> list[Sweep]:
+    """Every family run.json lists at two or more parameter settings, with each setting's totals.
+
+    ``totals`` is ``reports.tables.strategy_totals``; ``retention`` is ``retention_overall`` (empty
+    when the run has no probes, and then the sweep judges on ``saving_vs_none``). Settings that
+    have no totals (every task a harness error) are left out.
+    """
+    metrics = totals.set_index("strategy")
+    if len(retention) and "retention" in retention:
+        metrics = metrics.join(retention.set_index("strategy")[["retention"]], how="left")
+    families: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for entry in info.get("strategies", []):
+        label, name, params = _spec(entry)
+        if label in metrics.index and label not in (lab for lab, _ in families.get(name, [])):
+            families.setdefault(name, []).append((label, params))
+    out = []
+    for family, members in families.items():
+        keys = sorted({k for _, p in members for k in p})
+        values = {k: [p.get(k, _MISSING) for _, p in members] for k in keys}
+        varying = tuple(k for k in keys if len({repr(v) for v in values[k]}) > 1)
+        if len(members) < 2 or not varying:
+            continue
+        fixed = {k: values[k][0] for k in keys if k not in varying}
+        members = sorted(members, key=lambda m: tuple(_order_key(m[1].get(k, _MISSING)) for k in varying))
+        rows = pd.DataFrame({"strategy": [label for label, _ in members],
+                             **{f"param:{k}": [str(p[k]) if k in p else DEFAULT for _, p in members]
+                                for k in varying}})
+        have = [m for m in SWEEP_METRICS if m in metrics and metrics[m].notna().any()]
+        rows = rows.join(metrics[have], on="strategy")
+        judged = next((m for m in JUDGED_ON if m in rows), None)
+        best = pd.to_numeric(rows[judged], errors="coerce") if judged else pd.Series(np.nan, index=rows.index)
+        rows["cheapest"] = rows.cost == rows.cost.min()
+        rows["most_retained"] = np.isclose(best, best.max()) if best.notna().any() else False
+        out.append(Sweep(family, varying, fixed, rows))
+    return out

@@ -1,5 +1,5 @@
-"""HTML of the scoring sections: paired comparisons, retention, summary sizes, cost truth,
-estimator vs truth and fidelity. Every number shown with its n; no bare means.
+"""HTML of the scoring sections: threshold sweeps, paired comparisons, retention, summary sizes,
+cost truth, estimator vs truth and fidelity. Every number shown with its n; no bare means.
 
 The tables come from ``reports.scoring``; this module only formats them.
 """
@@ -14,7 +14,7 @@ import pandas as pd
 
 from bench import stats
 from reports import tables
-from reports.scoring import finite, safe_float
+from reports.scoring import Sweep, finite, safe_float
 
 Fmt = Callable[[float], str]
 pct: Fmt = lambda v: f"{v:.0%}"  # noqa: E731
@@ -35,17 +35,19 @@ class Col:
     tip: str = ""
 
 
-def table(rows: pd.DataFrame, cols: Sequence[Col], *, name: str = "strategy", css: str = "plain score") -> str:
-    """A table of ``rows`` (first column ``name``) with shaded metric columns; "—" for missing values."""
+def table(rows: pd.DataFrame, cols: Sequence[Col], *, name: str = "strategy", css: str = "plain score",
+          label: str | None = None, marks: Sequence[str] = ()) -> str:
+    """A table of ``rows`` (first column ``name``, headed ``label``) with shaded metric columns; "—" for
+    missing values. ``marks`` is HTML put after the first cell's text, one per row (badges)."""
     cols = [c for c in cols if c.key in rows]
-    head = f"<th>{html.escape(name)}</th>" + "".join(
+    head = f"<th>{html.escape(label or name)}</th>" + "".join(
         f'<th class=num title="{html.escape(c.tip or c.label)}">{html.escape(c.label)}'
         f'{ {True: " ↓", False: " ↑", None: ""}[c.lower_is_better]}</th>' for c in cols)
     shades = {c.key: tables._shade(pd.to_numeric(rows[c.key], errors="coerce"), c.lower_is_better) for c in cols}
     body = []
     for i, (_, r) in enumerate(rows.iterrows()):
-        label = html.escape(str(r[name]))
-        cells = [f"<td class=name>{label}</td>"]
+        mark = f" {marks[i]}" if i < len(marks) and marks[i] else ""
+        cells = [f"<td class=name>{html.escape(str(r[name]))}{mark}</td>"]
         for c in cols:
             v = r[c.key]
             text = html.escape(v) if isinstance(v, str) else c.fmt(safe_float(v)) if finite(v) else "—"
@@ -63,6 +65,94 @@ def _ordered(df: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
 
 def muted(text: str) -> str:
     return f"<p class=muted>{html.escape(text)}</p>"
+
+
+# -- threshold sweeps ------------------------------------------------------------------------
+
+SWEEP_COLS = (
+    Col("cost", "cost", usd, True, "with the prompt cache, over all traces"),
+    Col("input_tokens", "input tokens", tokens, True, "prompt tokens billed, agent and summarizer calls"),
+    Col("saving_vs_none", "tokens saved vs none", lambda v: f"{v:+.1%}", False),
+    Col("overflows", "overflows", count, True, "agent calls over the context window"),
+    Col("cache_hit_rate", "cache-hit rate", pct, False, "share of prompt tokens read from the cache"),
+    Col("retention", "retention", pct, False,
+        "share of stated needles retained verbatim when the traces ended (as under Needle retention)"),
+    Col("compactions", "compactions", count, None, "summarize and handoff events"),
+)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """How a sweep's "best" setting is named in badges and the headline."""
+
+    one: str
+    many: str
+    noun: str
+    fmt: Fmt
+
+
+JUDGED = {"retention": Judged("retains most", "retain most", "retention", pct),
+          "saving_vs_none": Judged("saves most tokens", "save most tokens", "tokens saved", pct1)}
+
+
+def _badges(sweep: Sweep) -> list[str]:
+    r = sweep.rows
+    judged = JUDGED.get(sweep.metric or "")
+    tied = bool(r.most_retained.all())  # every setting best is no distinction
+    out = []
+    for cheap, best in zip(r.cheapest, r.most_retained, strict=True):
+        badges = ['<span class="badge good" title="lowest cost in this sweep">cheapest</span>'] if cheap else []
+        if best and judged and not tied:
+            badges.append(f'<span class="badge good" title="highest {judged.noun} in this sweep">{judged.one}</span>')
+        out.append(" ".join(badges))
+    return out
+
+
+def _sweep_table(sweep: Sweep) -> str:
+    fixed = ", ".join(f"{k}={v}" for k, v in sweep.fixed.items())
+    fixed = f" <span class=n>(fixed: {html.escape(fixed)})</span>" if fixed else ""
+    head = f"<h3><code>{html.escape(sweep.family)}</code> by {html.escape(', '.join(sweep.keys))}{fixed}</h3>"
+    cols = [*(Col(f"param:{k}", k, str) for k in sweep.keys[1:]), *SWEEP_COLS]
+    body = table(sweep.rows, cols, name=f"param:{sweep.keys[0]}", label=sweep.keys[0], marks=_badges(sweep))
+    return f"{head}<div class=scroll>{body}</div>"
+
+
+def sweeps_html(sweeps: Sequence[Sweep], figures: str) -> str:
+    """The "Threshold sweeps" section, or nothing when no family was run at two or more settings."""
+    if not sweeps:
+        return ""
+    probed = any(s.metric == "retention" for s in sweeps)
+    note = ("One row per setting, in parameter order; “default” is a parameter the setting left at the "
+            "strategy's own value. Cells are shaded within each sweep; "
+            + ("retention is the share of stated needles still verbatim when the traces ended. " if probed else
+               "this run has no needle probes, so “saves most tokens” stands in for retention. ")
+            + "A sweep whose settings all tie on that gets no badge for it.")
+    return ('<section id="sweeps">\n  <h2>Threshold sweeps</h2>\n'
+            + "".join(_sweep_table(s) for s in sweeps)
+            + f"<p class=legend>{html.escape(note)}</p>{figures}\n</section>\n")
+
+
+def sweep_lines(sweeps: Sequence[Sweep]) -> list[str]:
+    """One headline sentence per sweep: its cheapest setting and the one that retains most."""
+    out = []
+    for sweep in sweeps:
+        r = sweep.rows
+        cheap = r[r.cheapest].iloc[0]
+        line = (f"Sweep <code>{html.escape(sweep.family)}</code> {html.escape(', '.join(sweep.keys))}: "
+                f"<b>{html.escape(sweep.setting(cheap))}</b> is cheapest ({usd(cheap.cost)})")
+        judged = JUDGED.get(sweep.metric or "")
+        best = r[r.most_retained]
+        if judged and len(best):
+            value = judged.fmt(float(best[sweep.metric].iloc[0]))
+            if len(best) == len(r):
+                line += f"; every setting has the same {judged.noun} ({value})"
+            elif len(best) == 1 and bool(best.cheapest.iloc[0]):
+                line += f" and {judged.one} ({value})"
+            else:
+                names = " and ".join(f"<b>{html.escape(sweep.setting(b))}</b>" for _, b in best.iterrows())
+                line += f", {names} {judged.one if len(best) == 1 else judged.many} ({value})"
+        out.append(line + ".")
+    return out
 
 
 # -- paired comparisons ---------------------------------------------------------------------

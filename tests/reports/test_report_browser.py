@@ -17,6 +17,7 @@ import pytest
 import reports
 from reports import charts
 from tests.reports.test_report import PNGS, write_fixture_run
+from tests.reports.test_report_sweeps import CHART, write_sweep_run
 
 BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 pytestmark = pytest.mark.skipif(
@@ -76,3 +77,12 @@ def test_a_broken_chart_is_detected(tmp_path: Path) -> None:
     (report.parent / "summary_sizes.png").unlink()
     probe, _ = probed(report, tmp_path)
     assert sorted(probe["broken"].split()) == ["cost_cache.png", "summary_sizes.png"]
+
+
+def test_sweep_section_renders(tmp_path: Path) -> None:
+    report = reports.render(write_sweep_run(tmp_path / "run"))
+    probe, dom = probed(report, tmp_path)
+    assert probe["broken"] == ""
+    sweeps = dom.split('<section id="sweeps">')[1].split("</section>")[0]
+    assert re.search(rf'<img src="{re.escape(CHART)}"', sweeps)
+    assert sweeps.count("<tr>") == 4  # the header and one row per setting
