@@ -123,7 +123,7 @@ def score(run: RunData, rows: pd.DataFrame, totals: pd.DataFrame) -> Scores:
         estimator=scoring.estimator(run.events, run.calls, win) if win else pd.DataFrame(),
         hidden=scoring.hidden_overflow_calls(run.calls, win) if win else pd.DataFrame(),
         fidelity=scoring.fidelity(run.fidelity, rows),
-        sweeps=scoring.sweeps(run.info, totals, retention),
+        sweeps=scoring.sweeps(run.info, totals),
     )
 
 
@@ -183,10 +183,19 @@ def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFram
     return {k: [(path.name, caption) for path, caption in v] for k, v in out.items()}
 
 
+def _tokenizer_note(info: dict[str, Any]) -> str:
+    """Why the dollar figures of a Claude run are low in absolute terms (pricing.md §2)."""
+    model = str(info.get("config", {}).get("model", ""))
+    if "claude" not in model or not str(info.get("tokenizer", "")).startswith("cl100k"):
+        return ""
+    return (" Tokens are counted with tiktoken's cl100k_base: Claude's own tokenizer is not public and counts "
+            "some 15–20% more on typical text (more on code), so absolute token and dollar figures for "
+            f"{model} run low by about that much; the comparison between strategies is not affected.")
+
+
 def _sweep_chart(totals: pd.DataFrame, s: Scores, colors: dict[str, str], path: Path) -> tuple[Path, str]:
     """Cost against retention, or against the token saving when the run has no probes."""
-    probed = len(s.retention) > 0 and "retention" in s.retention
-    points = totals.merge(s.retention[["strategy", "retention"]], on="strategy", how="left") if probed else totals
+    probed = "retention" in totals and totals.retention.notna().any()
     y = "retention" if probed else "saving_vs_none"
     caption = ("Cost over all traces against " + ("needle retention (stated needles still verbatim when the "
                "traces ended)" if probed else "the input-token saving vs <code>none</code>: this run has no "
@@ -194,7 +203,7 @@ def _sweep_chart(totals: pd.DataFrame, s: Scores, colors: dict[str, str], path: 
                "settings are joined in parameter order and labelled with their values; the green staircase is "
                "the Pareto front: no other strategy is at most as dear and "
                + ("retains" if probed else "saves") + " at least as much.")
-    return score_charts.cost_vs_retention(points, s.sweeps, colors, path, y=y), caption
+    return score_charts.cost_vs_retention(totals, s.sweeps, colors, path, y=y), caption
 
 
 def _figures(figures: list[tuple[str, str]]) -> str:
@@ -242,7 +251,7 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
         "subtitle": html.escape(f"{rows.trace.nunique()} traces × {len(totals)} strategies, "
                                 f"{int((run.calls.kind == 'agent').sum()):,} agent calls replayed"),
         "headline": "".join(f"<li>{line}</li>" for line in [*headline, *([significance] if significance else [])]),
-        "limitation": html.escape(LIMITATION),
+        "limitation": html.escape(LIMITATION + _tokenizer_note(run.info)),
         "summary_table": tables.table_html(totals, keys=tables.SUMMARY_COLUMNS),
         "results_charts": _figures(figures["results"]),
         "sweeps": sections.sweeps_html(s.sweeps, _figures(figures["sweeps"])),

@@ -294,16 +294,14 @@ def pareto_front(points: pd.DataFrame, x: str = "cost", y: str = "retention") ->
     return pd.Series(front, index=points.index)
 
 
-def sweeps(info: dict[str, Any], totals: pd.DataFrame, retention: pd.DataFrame) -> list[Sweep]:
+def sweeps(info: dict[str, Any], totals: pd.DataFrame) -> list[Sweep]:
     """Every family run.json lists at two or more parameter settings, with each setting's totals.
 
-    ``totals`` is ``reports.tables.strategy_totals``; ``retention`` is ``retention_overall`` (empty
-    when the run has no probes, and then the sweep judges on ``saving_vs_none``). Settings that
-    have no totals (every task a harness error) are left out.
+    ``totals`` is ``reports.tables.strategy_totals`` (its ``retention`` is the mean over traces;
+    without probes the sweep judges on ``saving_vs_none``). Settings that have no totals (every
+    task a harness error) are left out.
     """
     metrics = totals.set_index("strategy")
-    if len(retention) and "retention" in retention:
-        metrics = metrics.join(retention.set_index("strategy")[["retention"]], how="left")
     families: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for entry in info.get("strategies", []):
         label, name, params = _spec(entry)

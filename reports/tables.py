@@ -48,6 +48,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("mean_context", "mean context", _tokens),
     Column("compactions", "compactions", lambda v: f"{v:,.0f}"),
     Column("overflows", "overflows", lambda v: f"{v:,.0f}"),
+    Column("retention", "needle retention", lambda v: f"{v:.0%}"),
+    Column("llm_recall", "LLM recall", lambda v: f"{v:.0%}"),
     Column("summarizer_cost_share", "summarizer share of cost", lambda v: f"{v:.1%}"),
     Column("calls", "calls", lambda v: f"{v:,.0f}"),
 )
@@ -98,6 +100,9 @@ def strategy_totals(rows: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
         "cost": g.cost.sum(), "cost_no_cache": g.cost_no_cache.sum(),
         "failed": g.failed.apply(lambda f: int((f != "").sum())),
     })
+    for col in ("retention", "llm_recall"):  # the mean over traces, as the paired comparisons use
+        if col in rows:
+            totals[col] = g[col].mean()
     stats = _call_stats(calls, ["strategy"]).set_index("strategy")
     totals["cache_hit_rate"] = (stats.cache_read / stats.prompt.replace(0, np.nan)).reindex(totals.index).fillna(0.0)
     totals["prefix_breaks"] = stats.prefix_breaks.reindex(totals.index).fillna(0).astype(int)

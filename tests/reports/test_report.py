@@ -182,6 +182,7 @@ def test_summary_table_sorted_by_cost_with_hand_computed_values(rendered: Path) 
     assert "+16.7%" in llm_row and "-8%" in llm_row and "false economy" not in llm_row
     assert "cost ↓" in table and "tokens saved vs none ↑" in table
     assert "Replay limitation" in page and "recorded future" in page
+    assert "counts some 15–20% more" in page  # a Claude model counted with cl100k: the figures run low
 
 
 def test_totals_from_calls() -> None:

@@ -55,11 +55,11 @@ def write_sweep_run(run_dir: Path, *, probes: bool = True, strategies: dict | No
                         cost, False, label == "none", 10.0])
     with (run_dir / "results.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(RESULT_FIELDS)
-        for label, (_, _, second, cost, _, compactions) in strategies.items():
+        w.writerow([*RESULT_FIELDS, "retention"])
+        for label, (_, _, second, cost, kept, compactions) in strategies.items():
             tokens = 1000 + second
             w.writerow(["t1", label, 2, tokens, 1 - tokens / 4000, second, tokens / 2, compactions,
-                        int(label == "none"), cost, cost + 0.01, 0.0, "", ""])
+                        int(label == "none"), cost, cost + 0.01, 0.0, "", "", kept / 4 if probes else ""])
     (run_dir / "events.jsonl").write_text("")
     (run_dir / "summaries.jsonl").write_text("")
     if probes:
@@ -173,7 +173,7 @@ def test_a_default_setting_sorts_last_and_ties_get_no_badge(tmp_path: Path) -> N
 def test_labels_alone_still_make_a_sweep() -> None:
     """An older run.json lists only labels: the family and parameters come from them."""
     totals = pd.DataFrame({"strategy": ["x@t=100", "x@t=20"], "cost": [2.0, 1.0]})
-    [sweep] = scoring.sweeps({"strategies": [{"label": "x@t=100"}, {"label": "x@t=20"}]}, totals, pd.DataFrame())
+    [sweep] = scoring.sweeps({"strategies": [{"label": "x@t=100"}, {"label": "x@t=20"}]}, totals)
     assert (sweep.family, sweep.keys, sweep.metric) == ("x", ("t",), None)
     assert sweep.rows["param:t"].tolist() == ["20", "100"]
 
