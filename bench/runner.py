@@ -77,7 +77,7 @@ class RunOutput:
 
 
 def load_traces(config: RunConfig) -> list[Trace]:
-    from traces.formats import load
+    from traces.formats import load, unique_ids
 
     sources = config.traces or tuple(f"synthetic:{s}" for s in _default_scenarios())
     traces: list[Trace] = []
@@ -91,7 +91,7 @@ def load_traces(config: RunConfig) -> list[Trace]:
             files.append(source)
     if files:
         traces += load(files, lenient=config.lenient).traces
-    return traces
+    return unique_ids(traces)[0]
 
 
 def _default_scenarios() -> tuple[str, ...]:

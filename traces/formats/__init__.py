@@ -14,7 +14,7 @@ from __future__ import annotations
 import glob
 import importlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -119,7 +119,27 @@ def load(sources: Iterable[str], *, lenient: bool = False) -> ReadResult:
         if passed_over:
             result.notes.append(f"{source}: passed over {len(passed_over)} files in no known format: "
                                 + ", ".join(passed_over[:10]) + (" …" if len(passed_over) > 10 else ""))
+    result.traces, renamed = unique_ids(result.traces)
+    result.notes += renamed
     return result
+
+
+def unique_ids(traces: list[Trace]) -> tuple[list[Trace], list[str]]:
+    """Traces whose ids are unique in a run: a repeated id gets ``#2``, ``#3``… (first kept as is).
+
+    Results, resumed tasks and imported files are keyed by id, so two sessions sharing one (Cline
+    SDK fixtures copied from one session, the same file listed twice) must not be merged.
+    """
+    seen: dict[str, int] = {}
+    out, notes = [], []
+    for t in traces:
+        n = seen[t.id] = seen.get(t.id, 0) + 1
+        if n > 1:
+            new_id = f"{t.id}#{n}"
+            notes.append(f"trace id {t.id!r} occurs again in {t.source or 'another source'}: renamed {new_id!r}")
+            t = replace(t, id=new_id)
+        out.append(t)
+    return out, notes
 
 
 def _merge(into: ReadResult, part: ReadResult) -> None:
