@@ -53,6 +53,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("llm_recall", "fraction", False,
            "With `--probe anthropic`: share of stated needles a real model answered correctly from the last "
            "request sent (empty otherwise); the gap to `retention` is what is present but not recalled."),
+    Metric("unseen_references", "calls", True,
+           "Recorded tool calls that named a file, or quoted text to edit, that the session had shown but the "
+           "context sent no longer held: a live agent would have had to look again (a re-read proxy; 0 for `none`)."),
     Metric("cliff_round", "round", False,
            "First compaction round after which retention fell below 50% (empty: it never did)."),
     Metric("false_positive_rate", "fraction", True,
@@ -149,6 +152,7 @@ def results_table(results: Iterable[TaskResult], *, window: int | None = None) -
             "cost_no_cache": float(c.cost_no_cache.sum()) if len(c) else 0.0,
             "cache_hit_rate": float(c.cache_read.sum() / prompt) if prompt else 0.0,
             "prefix_breaks": int(agent.prefix_break.sum()) if len(agent) else 0,
+            "unseen_references": int(agent.unseen_refs.sum()) if len(agent) and "unseen_refs" in agent else 0,
             "summarizer_cost_share": float(summ.cost.sum() / cost) if cost else 0.0,
             "failed": r.failed or "",
             "error": r.error or "",
@@ -181,6 +185,7 @@ def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
         "cost": g.cost.sum(),
         "cost_no_cache": g.cost_no_cache.sum(),
         "false_economy": g.false_economy.sum(),
+        "unseen_references": g.unseen_references.sum(),
         "retention": g.retention.mean(),
     })
     if table.llm_recall.notna().any():

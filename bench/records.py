@@ -6,6 +6,7 @@ Schema history of the files written from these rows (calls.csv, events.jsonl, su
 results.csv, run.json carry ``schema_version``):
   1. first version.
   2. summaries.jsonl: ``max_tokens``, the output budget each summary was given.
+  3. calls.csv: ``unseen_refs``, the re-read proxy.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class CallRecord:
     prefix_break: bool
     overflow: bool
     time: float
+    unseen_refs: int = 0
+    """Tool calls of the recorded answer that relied on something the session had shown but this
+    request no longer held (bench/references.py); 0 for summarizer rows."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from bench.context import Context, Meter
 from bench.pricing import ModelProfile, PromptCache, price_table, profile
 from bench.records import CallRecord, EventRecord, SummaryRecord, TaskResult
+from bench.references import ReferenceCheck
 from bench.session import Session
 from bench.summarizers import Summarizer, Summary, SummaryRequest
 from bench.summarizers.extractive import ExtractiveSummarizer
@@ -112,10 +113,13 @@ def replay(
     ctx = meter.context(())
     sent = ctx
     clock = 0.0
+    recorded: list[Message] = []  # the session as the real agent had it, for the re-read proxy
+    references = ReferenceCheck()
     for step in trace.steps():
         session.call_index = step.index
         clock = _clock(step.inputs, step.answer, t0, clock, config.seconds_per_call, step.index)
         session.now = clock
+        recorded += step.inputs
         for m in step.inputs:
             ctx = ctx.append(m)
             if m.tool_results:
@@ -142,9 +146,10 @@ def replay(
                 model.cost(uncached=split.uncached, cache_read=split.cache_read,
                            cache_write=split.cache_write, output=output, ttl=config.cache_ttl),
                 model.cost_without_cache(sent.truth, output),
-                split.prefix_break, overflow, clock,
+                split.prefix_break, overflow, clock, references.unseen(recorded, sent.messages, answer),
             )
         )
+        recorded.append(answer)
         session.last_usage = Usage(
             input_tokens=split.uncached, output_tokens=output,
             cache_read_tokens=split.cache_read, cache_write_tokens=split.cache_write,

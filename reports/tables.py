@@ -48,6 +48,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("mean_context", "mean context", _tokens),
     Column("compactions", "compactions", lambda v: f"{v:,.0f}"),
     Column("overflows", "overflows", lambda v: f"{v:,.0f}"),
+    Column("unseen_references", "re-reads needed", lambda v: f"{v:,.0f}"),
     Column("retention", "needle retention", lambda v: f"{v:.0%}"),
     Column("llm_recall", "LLM recall", lambda v: f"{v:.0%}"),
     Column("summarizer_cost_share", "summarizer share of cost", lambda v: f"{v:.1%}"),
@@ -100,6 +101,8 @@ def strategy_totals(rows: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
         "cost": g.cost.sum(), "cost_no_cache": g.cost_no_cache.sum(),
         "failed": g.failed.apply(lambda f: int((f != "").sum())),
     })
+    if "unseen_references" in rows:
+        totals["unseen_references"] = g.unseen_references.sum()
     for col in ("retention", "llm_recall"):  # the mean over traces, as the paired comparisons use
         if col in rows:
             totals[col] = g[col].mean()
