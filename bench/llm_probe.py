@@ -14,15 +14,19 @@ a fixed prompt: compare strategies on several traces, never on one answer.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.summarizers import SummarizerError
-from bench.summarizers.anthropic import API_KEY_ENV, DEFAULT_MODEL, _write_atomic, default_cache_dir, to_messages_api
+from bench.summarizers.anthropic import (
+    DEFAULT_MODEL,
+    CachedMessages,
+    default_cache_dir,
+    response_text,
+    to_messages_api,
+)
 from bench.tokens import TokenCounter
 from traces.model import Message, Needle
 
@@ -60,28 +64,18 @@ class AnthropicProbe:
     def __init__(self, *, model: str = DEFAULT_MODEL, api_key: str | None = None,
                  cache_dir: str | Path | None = None, max_retries: int = 4, http_client: Any = None,
                  counter: TokenCounter | None = None) -> None:
-        import os
-
         from bench.pricing import UnknownModelError, profile
 
-        key = api_key or os.environ.get(API_KEY_ENV)
-        if not key:
-            raise SummarizerError(f"LLM probes need an API key: set {API_KEY_ENV} (or pass api_key=), "
-                                  "or score by exact match only (--probe exact)")
+        self.api = CachedMessages(
+            api_key=api_key, max_retries=max_retries, http_client=http_client,
+            cache_dir=Path(cache_dir) if cache_dir is not None else default_cache_dir().parent / "probes",
+            who="LLM probes", instead="score by exact match only (--probe exact)")
         try:
             self.window = profile(model).context_window
         except UnknownModelError as e:
             raise SummarizerError(f"LLM probe: {e}") from None
         self.model = model
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir().parent / "probes"
-        self.max_retries = max_retries
         self.counter = counter or TokenCounter()
-        self._api_key = key
-        self._http_client = http_client
-        self._client: Any = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_client": None, "_http_client": None}
 
     def request_body(self, messages: Sequence[Message], needles: Sequence[Needle]) -> dict[str, Any]:
         return {"model": self.model, "max_tokens": 256 + PER_QUESTION_TOKENS * len(needles),
@@ -92,25 +86,9 @@ class AnthropicProbe:
             return {}
         if sum(self.counter.truth(m) for m in messages) + HEADROOM > self.window:
             return {n.id: None for n in needles}
-        body = self.request_body(messages, needles)
-        digest = hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-        path = self.cache_dir / digest[:2] / f"{digest}.json"
-        if path.exists():
-            text = json.loads(path.read_text(encoding="utf-8"))["text"]
-        else:
-            text = self._call(body)
-            _write_atomic(path, json.dumps({"text": text, "model": self.model}, ensure_ascii=False))
-        return parse_answers(text, needles)
-
-    def _call(self, body: dict[str, Any]) -> str:
-        if self._client is None:
-            import anthropic
-
-            self._client = anthropic.Anthropic(api_key=self._api_key, max_retries=self.max_retries,
-                                               http_client=self._http_client)
-        with self._client.messages.stream(**body) as stream:
-            response = stream.get_final_message()
-        return "".join(b.text for b in response.content if getattr(b, "type", "") == "text")
+        stored = self.api.answer(self.request_body(messages, needles),
+                                 lambda r: {"text": response_text(r), "served_by": r.model})
+        return parse_answers(stored["text"], needles)
 
 
 PROBES: dict[str, type[AnthropicProbe] | None] = {"exact": None, "anthropic": AnthropicProbe}

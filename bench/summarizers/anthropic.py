@@ -20,6 +20,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,49 @@ def to_messages_api(messages: tuple[Message, ...], prompt: str) -> dict[str, Any
     return body
 
 
+class CachedMessages:
+    """Claude's Messages API through the official SDK, each answer stored on disk under the hash
+    of its request body: a rerun (or another strategy asking the same thing) costs nothing and
+    gets the same answer. Shared by the summarizer and the LLM probe (bench/llm_probe.py)."""
+
+    def __init__(self, *, api_key: str | None, cache_dir: Path, max_retries: int, http_client: Any,
+                 who: str, instead: str) -> None:
+        key = api_key or os.environ.get(API_KEY_ENV)
+        if not key:  # the SDK itself would only fail on the first request, with a plain TypeError
+            raise SummarizerError(f"{who} needs an API key: set {API_KEY_ENV} (or pass api_key=), or {instead}")
+        self.cache_dir = cache_dir
+        self.max_retries = max_retries
+        self._api_key = key
+        self._http_client = http_client
+        self._client: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A client holds sockets; worker processes build their own on first use.
+        return {**self.__dict__, "_client": None, "_http_client": None}
+
+    def answer(self, body: dict[str, Any], keep: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        """What ``keep`` took from the response to ``body`` (from disk when it was asked before)."""
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        path = self.cache_dir / digest[:2] / f"{digest}.json"
+        if path.exists():
+            return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.Anthropic(api_key=self._api_key, max_retries=self.max_retries,
+                                               http_client=self._http_client)
+        # Streamed: the SDK refuses a non-streaming request whose max_tokens could outlast ten
+        # minutes (above ~21K tokens), and long idle connections get cut by proxies.
+        with self._client.messages.stream(**body) as stream:
+            stored = keep(stream.get_final_message())
+        _write_atomic(path, json.dumps(stored, indent=1, ensure_ascii=False))
+        return stored
+
+
+def response_text(response: Any) -> str:
+    return "".join(b.text for b in response.content if getattr(b, "type", "") == "text")
+
+
 class AnthropicSummarizer:
     """Summaries from Claude via ``anthropic.Anthropic().messages.stream``, cached on disk.
 
@@ -113,25 +157,14 @@ class AnthropicSummarizer:
                  http_client: Any = None) -> None:
         from bench.pricing import UnknownModelError, profile
 
-        key = api_key or os.environ.get(API_KEY_ENV)
-        if not key:
-            raise SummarizerError(
-                f"the anthropic summarizer needs an API key: set {API_KEY_ENV} (or pass api_key=), "
-                "or use the offline 'extractive' summarizer")
+        self.api = CachedMessages(api_key=api_key, max_retries=max_retries, http_client=http_client,
+                                  cache_dir=Path(cache_dir) if cache_dir is not None else default_cache_dir(),
+                                  who="the anthropic summarizer", instead="use the offline 'extractive' summarizer")
         try:
             self.max_output = profile(model).max_output
         except UnknownModelError as e:
             raise SummarizerError(f"anthropic summarizer: {e}") from None
         self.model = model
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        self.max_retries = max_retries
-        self._api_key = key
-        self._http_client = http_client
-        self._client: Any = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        # A client holds sockets; worker processes build their own on first use.
-        return {**self.__dict__, "_client": None, "_http_client": None}
 
     def request_body(self, request: SummaryRequest) -> dict[str, Any]:
         """The exact ``messages.stream`` arguments; their hash is the disk-cache key."""
@@ -140,30 +173,14 @@ class AnthropicSummarizer:
                 "cache_control": {"type": "ephemeral"}}
 
     def summarize(self, request: SummaryRequest) -> Summary:
-        body = self.request_body(request)
-        digest = hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-        path = self.cache_dir / digest[:2] / f"{digest}.json"
-        if path.exists():
-            stored = json.loads(path.read_text(encoding="utf-8"))
-        else:
-            stored = self._call(body)
-            _write_atomic(path, json.dumps(stored, indent=1, ensure_ascii=False))
+        stored = self.api.answer(self.request_body(request), self._keep)
         u = stored["usage"]
         return Summary(text=stored["text"], input_tokens=u["input_tokens"], output_tokens=u["output_tokens"],
                        model=self.model, cache_read_tokens=u["cache_read_tokens"],
                        cache_write_tokens=u["cache_write_tokens"], billed=True)
 
-    def _call(self, body: dict[str, Any]) -> dict[str, Any]:
-        if self._client is None:
-            import anthropic
-
-            self._client = anthropic.Anthropic(api_key=self._api_key, max_retries=self.max_retries,
-                                               http_client=self._http_client)
-        # Streamed: the SDK refuses a non-streaming request whose max_tokens could outlast ten
-        # minutes (above ~21K tokens), and long idle connections get cut by proxies.
-        with self._client.messages.stream(**body) as stream:
-            response = stream.get_final_message()
-        text = "".join(b.text for b in response.content if getattr(b, "type", "") == "text")
+    def _keep(self, response: Any) -> dict[str, Any]:
+        text = response_text(response)
         if not text.strip():
             raise SummarizerError(f"{self.model} returned no summary text (stop_reason={response.stop_reason})")
         u = response.usage
