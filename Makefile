@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 bench: setup
-	$(BIN)/compaction-bench run --name bench
+	$(BIN)/compaction-bench run --name bench --seeds 3
 
 # A threshold sweep: `|` lists the values to try; override with make tune TUNE="...".
 TUNE ?= none 'codex@limit_fraction=0.5|0.7|0.9' 'anthropic-clear-tool-uses@trigger=60000|100000|150000' \

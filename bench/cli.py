@@ -18,6 +18,7 @@ def _run(args: argparse.Namespace) -> int:
         summarizer=args.summarizer,
         summarizer_model=args.summarizer_model,
         seed=args.seed,
+        seeds=args.seeds,
         seconds_per_call=args.seconds_per_call,
         cache_ttl=args.cache_ttl,
         workers=args.workers,
@@ -113,7 +114,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--probe", choices=("exact", "anthropic"), default="exact",
                    help="score needles by exact presence (offline), or also ask a real model (anthropic)")
     r.add_argument("--probe-model", default=None, help="the model the anthropic probe asks (claude-haiku-4-5)")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=int, default=0, help="the first seed of the synthetic sessions")
+    r.add_argument("--seeds", type=int, default=1, help="synthetic sessions per scenario (seed, seed+1, ...)")
     r.add_argument("--seconds-per-call", type=float, default=10.0,
                    help="clock pace when a trace has no timestamps (drives the cache lifetime)")
     r.add_argument("--cache-ttl", choices=("5m", "1h"), default="5m")

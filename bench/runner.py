@@ -47,6 +47,8 @@ class RunConfig:
     summarizer: str = "extractive"
     summarizer_model: str | None = None
     seed: int = 0
+    seeds: int = 1
+    """Synthetic sessions per scenario (seeds ``seed`` … ``seed + seeds − 1``): more pairs, tighter intervals."""
     seconds_per_call: float = 10.0
     cache_ttl: str = "5m"
     workers: int = 2
@@ -86,7 +88,8 @@ def load_traces(config: RunConfig) -> list[Trace]:
         if source.startswith("synthetic:"):
             from traces.synthetic import generate
 
-            traces.append(generate(source.removeprefix("synthetic:"), seed=config.seed))
+            traces += [generate(source.removeprefix("synthetic:"), seed=seed)
+                       for seed in range(config.seed, config.seed + config.seeds)]
         else:
             files.append(source)
     if files:
@@ -218,6 +221,8 @@ def run_task(index: int, spec: strategies.StrategySpec, config: RunConfig) -> Ta
 def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
     """Replay every (trace, strategy) task and write out/<run>/."""
     profile(config.model)  # an unknown model, strategy or summarizer fails before any work
+    if config.seeds < 1:
+        raise ValueError(f"--seeds must be at least 1, not {config.seeds}")
     specs = strategy_specs(config)
     from bench.summarizers import build as build_summarizer
 

@@ -106,3 +106,12 @@ def test_a_threshold_sweep_expands_into_one_strategy_per_value(tmp_path, trace_f
     assert sorted(results.strategy) == ["none", "observation-masking@n=2", "observation-masking@n=4"]
     tokens = results.set_index("strategy").input_tokens
     assert tokens["observation-masking@n=2"] < tokens["observation-masking@n=4"] < tokens["none"]
+
+
+def test_seeds_give_several_sessions_per_scenario(tmp_path, capsys):
+    code = main(["run", "--traces", "synthetic:tiny", "--seeds", "2", "--seed", "5", "--strategies", "none",
+                 "--workers", "1", "--name", "s", "--out", str(tmp_path), "--quiet", "--no-report"])
+    assert code == 0
+    assert sorted(pd.read_csv(tmp_path / "s" / "results.csv").trace) == ["synthetic/tiny/seed5", "synthetic/tiny/seed6"]
+    assert main(["run", "--traces", "synthetic:tiny", "--seeds", "0", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "--seeds must be at least 1" in capsys.readouterr().err
