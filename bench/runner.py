@@ -299,7 +299,7 @@ def format_summary(summary: pd.DataFrame) -> str:
         view["saving_vs_none"] = view.saving_vs_none.map(lambda x: f"{x:+.1%}")
     for col in ("retention", "llm_recall"):
         if col in view:
-            view[col] = view[col].map(lambda x: "—" if pd.isna(x) else f"{x:.0%}")
+            view[col] = view[col].map(lambda x: "—" if pd.isna(x) else f"{x:.1%}")
     for col in ("cost", "cost_no_cache"):
         view[col] = view[col].map(lambda x: f"${x:,.2f}")
     return view.to_string(index=False)

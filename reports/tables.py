@@ -49,8 +49,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("compactions", "compactions", lambda v: f"{v:,.0f}"),
     Column("overflows", "overflows", lambda v: f"{v:,.0f}"),
     Column("unseen_references", "re-reads needed", lambda v: f"{v:,.0f}"),
-    Column("retention", "needle retention", lambda v: f"{v:.0%}"),
-    Column("llm_recall", "LLM recall", lambda v: f"{v:.0%}"),
+    Column("retention", "needle retention", lambda v: f"{v:.1%}"),
+    Column("llm_recall", "LLM recall", lambda v: f"{v:.1%}"),
     Column("summarizer_cost_share", "summarizer share of cost", lambda v: f"{v:.1%}"),
     Column("calls", "calls", lambda v: f"{v:,.0f}"),
 )
