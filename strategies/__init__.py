@@ -56,6 +56,7 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
                                               "history_form": "bridge"}),
     "five-layer": ("strategies.layered:FiveLayer", {}),
     "claude-code": ("strategies.layered:ClaudeCode", {}),
+    "claude-code:microcompact": ("strategies.layered:ClaudeCode", {"microcompact_idle_seconds": 3_600}),
     "amp": ("strategies.amp:Amp", {}),
     "amp:handoff": ("strategies.amp:Amp", {"mode": "handoff"}),
     "baseagent": ("strategies.baseagent:BaseAgent", {}),

@@ -296,17 +296,25 @@ class ClaudeCode(FiveLayer):
     to continue; then the 5 most recently read files re-attached (≤ 5K tokens each, else path
     only; ≤ 50K total). Autocompact stops after 3 consecutive failures
     (MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES); reactive compact once on a 413, then the error.
-    Time-based microcompact: after 60 min idle, old results become ``[Old tool result content
-    cleared]``, newest 5 kept. No L1 (not in §4.1; ``persist_pct=0`` turns it on) and no L5
-    (CONTEXT_COLLAPSE ships in internal builds only).
+    No L1 (not in §4.1; ``persist_pct=0`` turns it on) and no L5 (CONTEXT_COLLAPSE ships in
+    internal builds only).
+
+    Time-based microcompact (after 60 min idle, old results become ``[Old tool result content
+    cleared]``, newest 5 kept) is gated by feature flags (§4.1) and is off here; the
+    ``claude-code:microcompact`` variant turns it on. Evidence from the recorded sessions in
+    ../shared/traces (v2.1.38, Feb 2026): session 4d5611e5 idles 251 min before call 18, yet the
+    pre-compaction count at call 61 (170,251 provider tokens) still holds every old output (the
+    same ~51-57K of system prompt and tools over our count as the other session); with the
+    microcompact on, a replay would have cleared ~39K tokens there.
     """
 
     name = "claude-code"
     citation = "Claude Code services/compact/autoCompact.ts, prompt.ts (issues #12004, #31806); spec §4.1"
+    version = 2
 
     persist_pct: float | None = None
     microcompact_pct: float | None = None
-    microcompact_idle_seconds: float | None = 3_600
+    microcompact_idle_seconds: float | None = None
     microcompact_drop_read_only: bool = False
     microcompact_marker: str | None = CLEARED
     autocompact_pct: float = 1.0

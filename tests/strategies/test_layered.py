@@ -192,11 +192,13 @@ def test_claude_code_rereads_five_recent_files_within_budget(counter):
     assert (default.restore_files, default.restore_file_tokens, default.restore_total_tokens) == (5, 5_000, 50_000)
 
 
-def test_claude_code_time_based_microcompact_after_an_hour_idle(counter):
+def test_claude_code_time_based_microcompact_after_an_hour_idle_is_a_flagged_variant(counter):
     msgs = [Message.text_message("system", "s"), Message.text_message("user", "go")]
     for k in range(7):
         msgs += tool_step(k, f"output {k}")
-    ctx, strat = Meter(counter, "chars/4").context(msgs), ClaudeCode()
+    ctx = Meter(counter, "chars/4").context(msgs)
+    assert ClaudeCode().before_call(ctx, session(counter, now=9_000.0, state={"last_call_time": 0.0})) is None
+    strat = strategies.build("claude-code:microcompact")
     assert strat.before_call(ctx, session(counter, now=3_000.0, state={"last_call_time": 0.0})) is None
     out = strat.before_call(ctx, session(counter, now=3_601.0, state={"last_call_time": 0.0}))
     contents = [r.content for m in out.context.messages for r in m.tool_results]
