@@ -3,8 +3,10 @@
 Each kind says where a real session would carry such a fact (evaluation.md §"Retention", item 6):
 a *fact* told by the user or found in a config file the agent read, an *error* line at the tail of a
 test run, an *artifact* (a file the agent created, visible in the tool call's arguments), a user
-*constraint*, a *decision* the agent announced, an *update* that supersedes an earlier value, and a
-*control* that is never stated (false positives). Answers are built from a vocabulary the filler
+*constraint*, a *decision* the agent announced, an *update* that supersedes an earlier value (told
+by the user again, or found in a file the agent reads later: a strategy that clears tool outputs
+but keeps the user's messages is then left with the stale value), and a *control* that is never
+stated (false positives). Answers are built from a vocabulary the filler
 text never uses, and the generator re-draws any answer that still occurs elsewhere in the trace, so
 exact-match retention measures the planted copy only.
 """
@@ -110,11 +112,18 @@ def draw(kind: str, rng: Random, project: str, variant: int) -> Planted:
         question = ("Which client version did we decide to pin?" if variant % 2
                     else "What batch size did we decide on for the backfill?")
         return Planted(kind, question, answer, assistant=text)
-    if kind == "update":
+    if kind == "update" and variant % 2 == 0:
         old, new = _host(rng), _host(rng)
         return Planted(kind, "Which host is the deploy target?", new, old_answer=old,
                        old_human=f"When we get to deployment, the deploy target is {old}.",
                        human=f"Change of plan for deployment: the deploy target is now {new}.")
+    if kind == "update":  # the user's value is superseded by what the agent later reads in a file
+        old, new = _host(rng), _host(rng)
+        path = f"/home/dev/{project}/deploy/{_word(rng)}.toml"
+        body = f'[database]\nprimary = "{new}"\npool_size = {rng.randint(5, 40)}\n'
+        return Planted(kind, f"Which host is the primary database (as {path} now says)?", new, old_answer=old,
+                       old_human=f"For the migration, the primary database host is {old}.",
+                       call=("read_file", {"path": path}, body), reference=path)
     if kind == "control":
         return Planted(kind, "What is the on-call pager PIN?", f"PIN-{rng.randint(100_000, 999_999)}")
     raise ValueError(f"unknown needle kind {kind!r}")

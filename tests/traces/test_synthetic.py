@@ -198,6 +198,31 @@ def test_multitask_changes_direction():
     assert sum(n.kind == "update" for n in t.needles) == 2
 
 
+def test_an_update_read_from_a_file_leaves_output_clearing_strategies_stale():
+    """The second update's old value is the user's; the new one is in a config file the agent
+    reads later. SWE-agent keeps every human message but masks old observations: stale."""
+    import strategies
+    from bench.pricing import profile
+    from bench.probes import needle_observer
+    from bench.replay import ReplayConfig, replay
+    from bench.tokens import TokenCounter
+
+    t = trace_of("multitask")
+    told, read = [n for n in t.needles if n.kind == "update"]
+    assert t.messages[told.message_index].is_human_turn
+    carrier = t.messages[read.message_index]
+    assert carrier.tool_results and read.answer in carrier.tool_results[0].content
+    assert any(read.old_answer in m.text for m in t.messages if m.is_human_turn)
+
+    def end_class(name: str) -> str:
+        result = replay(t, strategies.build(name), ReplayConfig(profile("claude-sonnet-4-5")), counter=TokenCounter(),
+                        observers=(needle_observer(t),))
+        return next(p["cls"] for p in result.probes if p["moment"] == "end" and p["needle"] == read.id)
+
+    assert end_class("none") == "retained-verbatim"
+    assert end_class("swe-agent") == "stale"
+
+
 def test_default_bench_is_moderate():
     assert set(DEFAULT_BENCH) <= set(SCENARIOS) and "huge" not in DEFAULT_BENCH
     assert sum(SCENARIOS[s].tokens for s in DEFAULT_BENCH) < 2_200_000
