@@ -149,6 +149,12 @@ def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFram
     ]
     if s.sweeps:
         out["sweeps"].append(_sweep_chart(totals, s, colors, run_dir / "sweep_cost_retention.png"))
+    elif _retained(totals):  # without a sweep, the same chart over every strategy: what to pick from
+        out["results"].append((
+            score_charts.cost_vs_retention(totals, [], colors, run_dir / "cost_vs_retention.png"),
+            "Cost over all traces against needle retention (the mean over traces of the stated needles still "
+            "verbatim at the end), one point per strategy. The green staircase is the Pareto front: the "
+            "strategies nothing beats on both, cheaper and retaining at least as much; the choice is among them."))
     if len(s.comparisons) and (s.comparisons.n >= 2).any():
         out["compare"].append((score_charts.paired_ci(s.comparisons, order, run_dir / "paired_ci.png"),
                                "Each strategy's mean difference from <code>none</code> over the paired traces, "
@@ -193,9 +199,23 @@ def _tokenizer_note(info: dict[str, Any]) -> str:
             f"{model} run low by about that much; the comparison between strategies is not affected.")
 
 
+def _retained(totals: pd.DataFrame) -> bool:
+    return "retention" in totals and bool(totals.retention.notna().any())
+
+
+def _front_line(totals: pd.DataFrame) -> list[str]:
+    """The headline's Pareto front on cost and retention (cheapest first)."""
+    if not _retained(totals):
+        return []
+    front = totals[scoring.pareto_front(totals, "cost", "retention")].sort_values("cost")
+    return ["Pareto front on cost and needle retention (nothing is both cheaper and retains more): "
+            + ", ".join(f"<b>{html.escape(r.strategy)}</b> ({tables.usd(r.cost)}, {r.retention:.0%})"
+                        for _, r in front.iterrows()) + "."]
+
+
 def _sweep_chart(totals: pd.DataFrame, s: Scores, colors: dict[str, str], path: Path) -> tuple[Path, str]:
     """Cost against retention, or against the token saving when the run has no probes."""
-    probed = "retention" in totals and totals.retention.notna().any()
+    probed = _retained(totals)
     y = "retention" if probed else "saving_vs_none"
     caption = ("Cost over all traces against " + ("needle retention (stated needles still verbatim when the "
                "traces ended)" if probed else "the input-token saving vs <code>none</code>: this run has no "
@@ -243,7 +263,8 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
         f"<details><summary><code>{html.escape(str(t))}</code> — {len(r)} strategies</summary>"
         + tables.table_html(r.sort_values("cost"), css_class="results compact") + "</details>"
         for t, r in rows.groupby("trace", sort=True))
-    headline = [*tables.headline(totals, int((rows.error != "").sum())), *sections.sweep_lines(s.sweeps)]
+    headline = [*tables.headline(totals, int((rows.error != "").sum())), *_front_line(totals),
+                *sections.sweep_lines(s.sweeps)]
     significance = sections.significance_line(s.comparisons) if len(s.comparisons) else None
     context = {
         "title": html.escape(f"compaction-bench — {run.name}"),

@@ -156,11 +156,13 @@ def estimate_ratio(gaps: pd.DataFrame, order: Sequence[str], colors: Mapping[str
 def cost_vs_retention(points: pd.DataFrame, sweeps: Sequence[Sweep], colors: Mapping[str, str], path: Path, *,
                       y: str = "retention") -> Path:
     """Cost against retention (or ``y``), one point per strategy; a sweep's settings joined in
-    parameter order and labelled with their values; the Pareto front drawn as a staircase."""
+    parameter order and labelled with their values; the Pareto front drawn as a staircase.
+    Costs spread over more than 4x go on a log axis, or one dear outlier crowds the rest."""
     with _figure(path) as (fig, ax):
         axis = {"retention": "needle retention (verbatim at the end of the traces)",
                 "saving_vs_none": "input-token saving vs none"}.get(y, y)
-        title = f"Cost against {'retention' if y == 'retention' else 'token saving'}: what each setting buys"
+        what = "retention" if y == "retention" else "token saving"
+        title = f"Cost against {what}: " + ("what each setting buys" if sweeps else "the strategies nothing beats")
         have = points.assign(**{y: pd.to_numeric(points[y], errors="coerce")}).dropna(subset=["cost", y]) \
             if y in points else points[:0]
         if have.empty:
@@ -195,11 +197,19 @@ def cost_vs_retention(points: pd.DataFrame, sweeps: Sequence[Sweep], colors: Map
                        lw=0.8, zorder=3, marker="D" if base else "o")
             labels[s] = s
         ax.margins(y=0.1)
-        ax.set_xlim(0, float(have.cost.max()) * 1.08 or 1.0)
+        positive = have.cost[have.cost > 0]
+        if len(positive) and positive.max() > 4 * positive.min():
+            ax.set_xscale("log")
+            ax.set_xlim(float(positive.min()) / 1.25, float(positive.max()) * 1.25)
+            ax.xaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        else:
+            ax.set_xlim(0, float(have.cost.max()) * 1.08 or 1.0)
         ax.set_title(title)
         ax.set_xlabel("cost over all traces (USD, with the prompt cache)  ← cheaper")
         ax.set_ylabel(f"{axis}  ↑ better")
-        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"${v:,.0f}" if v >= 10 else f"${v:,.2g}"))
+        money = ticker.FuncFormatter(lambda v, _: f"${v:,.0f}" if v >= 10 else f"${v:,.2g}")
+        ax.xaxis.set_major_formatter(money)
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
         ax.yaxis.set_major_formatter(ticker.PercentFormatter(1.0))
         ax.legend(loc="best", framealpha=0.9, frameon=True, edgecolor="#e6e6e6")
         fig.tight_layout()

@@ -22,7 +22,7 @@ pct1: Fmt = lambda v: f"{v:.1%}"  # noqa: E731
 count: Fmt = lambda v: f"{v:,.0f}"  # noqa: E731
 ratio: Fmt = lambda v: f"{v:.2f}"  # noqa: E731
 tokens: Fmt = tables._tokens
-usd: Fmt = tables._usd
+usd: Fmt = tables.usd
 MUTED_VERDICTS = (stats.NOT_SIGNIFICANT, "too few pairs")
 
 

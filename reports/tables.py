@@ -26,7 +26,7 @@ def _tokens(v: float) -> str:
     return f"{v / 1e3:,.1f}K" if abs(v) >= 1e4 else f"{v:,.0f}"
 
 
-def _usd(v: float) -> str:
+def usd(v: float) -> str:
     return f"${v:,.2f}" if abs(v) >= 1 else f"${v:,.4f}"
 
 
@@ -38,8 +38,8 @@ class Column:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("cost", "cost", _usd),
-    Column("cost_no_cache", "cost without cache", _usd),
+    Column("cost", "cost", usd),
+    Column("cost_no_cache", "cost without cache", usd),
     Column("input_tokens", "input tokens", _tokens),
     Column("saving_vs_none", "tokens saved vs none", lambda v: f"{v:+.1%}"),
     Column("cache_hit_rate", "cache-hit rate", lambda v: f"{v:.0%}"),
@@ -193,7 +193,7 @@ def headline(totals: pd.DataFrame, errors: int = 0) -> list[str]:
     if totals.empty:
         return [*out, "No results in this run."]
     cheapest = totals.iloc[0]
-    line = f"Cheapest: <b>{html.escape(cheapest.strategy)}</b> at {_usd(cheapest.cost)}"
+    line = f"Cheapest: <b>{html.escape(cheapest.strategy)}</b> at {usd(cheapest.cost)}"
     if not pd.isna(cheapest.cost_vs_none) and cheapest.strategy != BASELINE:
         line += f" ({cheapest.cost_vs_none:+.1%} vs none)"
     out.append(line + ".")

@@ -100,7 +100,7 @@ RUN_INFO = {
     "provenance": {"git_sha": "0123456789abcdef", "git_dirty": True, "python": "3.11.7",
                    "packages": {"pandas": "2.2.0", "matplotlib": "3.11.2"}},
 }
-PNGS = ["context_over_calls.png", "cost_vs_saving.png", "paired_ci.png", "retention_classes.png",
+PNGS = ["context_over_calls.png", "cost_vs_saving.png", "cost_vs_retention.png", "paired_ci.png", "retention_classes.png",
         "retention_by_age.png", "retention_by_round.png", "cost_cache.png", "cache_hit_rate.png", "summary_sizes.png",
         "estimate_ratio.png"]
 LATE_EVENT = ("t2", "mask", 1)
@@ -167,6 +167,14 @@ def test_render_writes_html_and_every_png(rendered: Path) -> None:
     for name in PNGS:
         assert f'src="{name}"' in page
     assert "$title" not in page and "$charts" not in page
+
+
+def test_the_pareto_front_on_cost_and_retention_heads_the_report(rendered: Path) -> None:
+    # totals: llm $0.046 retaining (0.5 + 1.0) / 2 = 75%; none $0.050, 100%; mask $0.070, 25%:
+    # mask is dearer and retains less than both, so the front is llm then none.
+    page = rendered.read_text()
+    assert ("Pareto front on cost and needle retention (nothing is both cheaper and retains more): "
+            "<b>llm</b> ($0.0460, 75%), <b>none</b> ($0.0500, 100%).") in page
 
 
 def test_summary_table_sorted_by_cost_with_hand_computed_values(rendered: Path) -> None:
