@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: setup bench tune test test-slow perf lint clean
+.PHONY: setup bench bench-real tune test test-slow perf lint clean
 
 setup: $(STAMP)
 
@@ -19,6 +19,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 bench: setup
 	$(BIN)/compaction-bench run --name bench --seeds 3
+
+# Every real session in ../shared/traces (when it is there) through every strategy, with fidelity.
+bench-real: setup
+	$(BIN)/compaction-bench run --traces ../shared/traces --name real
 
 # A threshold sweep: `|` lists the values to try; override with make tune TUNE="...".
 TUNE ?= none 'codex@limit_fraction=0.5|0.7|0.9' 'anthropic-clear-tool-uses@trigger=60000|100000|150000' \
