@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +32,10 @@ def _run(args: argparse.Namespace) -> int:
         probe_model=args.probe_model,
     )
     output = run(config, progress=not args.quiet)
+    for note in output.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if output.skipped:
+        print(f"skipped {output.skipped} bad records (--lenient)", file=sys.stderr)
     print(format_summary(output.summary))
     fidelity = format_fidelity(output.table)
     if fidelity:
@@ -87,13 +92,26 @@ def _import(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     if result.skipped:
         print(f"skipped {result.skipped} bad records (--lenient)", file=sys.stderr)
+    if not result.traces:
+        raise ValueError("no traces to import in " + ", ".join(args.files))
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
+    import json
+
     from reports import render
 
-    print(render(Path(args.run_dir)))
+    run_dir = Path(args.run_dir)
+    missing = [name for name in ("run.json", "results.csv", "calls.csv") if not (run_dir / name).is_file()]
+    if missing:
+        raise ValueError(f"{run_dir}: not a finished run folder (no {', '.join(missing)}); "
+                         "`compaction-bench run --name NAME` writes one to out/NAME/")
+    try:
+        json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise ValueError(f"{run_dir / 'run.json'}: bad JSON ({e})") from None
+    print(render(run_dir))
     return 0
 
 
@@ -150,9 +168,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return int(args.fn(args))
-    except (StrategyError, TraceError, ValueError, KeyError) as e:  # SummarizerError is a ValueError
+    except BrokenPipeError:  # `compaction-bench list strategies | head`: the reader has gone, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (StrategyError, TraceError, ValueError, KeyError, OSError) as e:  # SummarizerError is a ValueError
         print(f"compaction-bench: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        resume = "; finished tasks are saved: run the same command again to resume" if args.command == "run" else ""
+        print(f"compaction-bench: interrupted{resume}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ class AnthropicProbe:
         self.api = CachedMessages(
             api_key=api_key, max_retries=max_retries, http_client=http_client,
             cache_dir=Path(cache_dir) if cache_dir is not None else default_cache_dir().parent / "probes",
-            who="LLM probes", instead="score by exact match only (--probe exact)")
+            who="the LLM probe", instead="score by exact match only (--probe exact)")
         try:
             self.window = profile(model).context_window
         except UnknownModelError as e:

@@ -12,6 +12,7 @@ import hashlib
 import itertools
 import json
 import multiprocessing
+import signal
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -31,7 +32,8 @@ from bench.replay import ReplayConfig, replay
 from bench.store import atomic_write, load_task, provenance, task_to_json, write_run
 from bench.tokens import TokenCounter
 from traces import native
-from traces.model import Trace
+from traces.formats import ReadResult
+from traces.model import Trace, TraceError
 
 
 @dataclass(frozen=True)
@@ -72,29 +74,41 @@ class RunOutput:
     table: pd.DataFrame
     summary: pd.DataFrame
     resumed: int = 0
+    notes: list[str] = field(default_factory=list)
+    """What the importers noticed (files passed over, orphan results flagged, ids renamed, ...)."""
+    skipped: int = 0
+    """Bad records skipped in imported traces (``--lenient``)."""
 
     @property
     def errors(self) -> list[TaskResult]:
         return [r for r in self.results if r.error]
 
 
-def load_traces(config: RunConfig) -> list[Trace]:
-    from traces.formats import load, unique_ids
+def load_traces(config: RunConfig) -> ReadResult:
+    """The run's traces, with the importers' notes and the bad records skipped (``--lenient``)."""
+    from traces.formats import ReadResult, load, unique_ids
 
     sources = config.traces or tuple(f"synthetic:{s}" for s in _default_scenarios())
-    traces: list[Trace] = []
+    result = ReadResult([])
     files = []
     for source in sources:
         if source.startswith("synthetic:"):
             from traces.synthetic import generate
 
-            traces += [generate(source.removeprefix("synthetic:"), seed=seed)
-                       for seed in range(config.seed, config.seed + config.seeds)]
+            try:
+                result.traces += [generate(source.removeprefix("synthetic:"), seed=seed)
+                                  for seed in range(config.seed, config.seed + config.seeds)]
+            except ValueError as e:
+                raise TraceError(str(e), path=source) from None
         else:
             files.append(source)
     if files:
-        traces += load(files, lenient=config.lenient).traces
-    return unique_ids(traces)[0]
+        loaded = load(files, lenient=config.lenient)
+        result.traces += loaded.traces
+        result.skipped, result.notes = loaded.skipped, loaded.notes
+    result.traces, renamed = unique_ids(result.traces)
+    result.notes += [n for n in renamed if n not in result.notes]
+    return result
 
 
 def _default_scenarios() -> tuple[str, ...]:
@@ -128,7 +142,22 @@ def strategy_specs(config: RunConfig) -> list[strategies.StrategySpec]:
     specs = list({spec.label: spec for spec in map(strategies.parse_spec, texts)}.values())
     for spec in specs:
         strategies.build(spec)
+        _check_types(spec)
     return specs
+
+
+def _check_types(spec: strategies.StrategySpec) -> None:
+    """Refuse text where the default is a number or a flag (``prune_protect=abc``) before any replay."""
+    try:
+        defaults = strategies.build(spec.name)
+    except strategies.StrategyError:  # a class with required parameters: nothing to compare with
+        return
+    for key, value in spec.params.items():
+        default = getattr(defaults, key)
+        if isinstance(default, bool | int | float) and not isinstance(value, bool | int | float):
+            kind = "True or False" if isinstance(default, bool) else "a number"
+            raise strategies.StrategyError(
+                f"strategy {spec.label!r}: parameter {key!r} takes {kind} (default {default!r}), not {value!r}")
 
 
 def trace_hash(trace: Trace) -> str:
@@ -159,6 +188,11 @@ def _init_worker(traces: list[Trace], counts: list[list[int]]) -> None:
         counter = TokenCounter()
         counter.adopt(trace.messages, n)
         _COUNTERS[i] = counter
+
+
+def _init_pool_worker(traces: list[Trace], counts: list[list[int]]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (no traceback per worker)
+    _init_worker(traces, counts)
 
 
 def _asker(config: RunConfig, counter: TokenCounter | None = None) -> Any:
@@ -221,18 +255,25 @@ def run_task(index: int, spec: strategies.StrategySpec, config: RunConfig) -> Ta
 def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
     """Replay every (trace, strategy) task and write out/<run>/."""
     profile(config.model)  # an unknown model, strategy or summarizer fails before any work
+    if config.summarizer_model:
+        profile(config.summarizer_model)
     if config.seeds < 1:
         raise ValueError(f"--seeds must be at least 1, not {config.seeds}")
+    if config.seconds_per_call < 0:
+        raise ValueError(f"--seconds-per-call must not be negative, not {config.seconds_per_call}")
     specs = strategy_specs(config)
     from bench.summarizers import build as build_summarizer
 
     build_summarizer(config.summarizer, **config.summarizer_options)
     _asker(config)
-    traces = load_traces(config)
+    loaded = load_traces(config)
+    traces = loaded.traces
     if not traces:
-        raise ValueError("no traces to replay")
+        raise ValueError("no traces to replay in " + ", ".join(config.traces)
+                         + "".join(f"\n  {note}" for note in loaded.notes))
     run_dir = config.run_dir
     tasks_dir = run_dir / "tasks"
+    tasks_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails before any replay
     counter = TokenCounter()
     counts = [counter.counts(t.messages) for t in traces]
     hashes = [trace_hash(t) for t in traces]
@@ -256,21 +297,30 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
             atomic_write(tasks_dir / f"{key}.json", task_to_json(result))
 
     bar = tqdm(total=len(todo), desc="replaying", unit="task", disable=not progress or not todo)
-    if config.workers <= 1 or len(todo) <= 1:
-        _init_worker(traces, counts)
-        for ti, spec, key in todo:
-            finish(ti, key, run_task(ti, spec, config))
-            bar.update()
-    else:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(config.workers, mp_context=ctx, initializer=_init_worker,
-                                 initargs=(traces, counts)) as pool:
-            futures = {pool.submit(run_task, ti, spec, config): (ti, spec, key) for ti, spec, key in todo}
-            for fut in as_completed(futures):
-                ti, spec, key = futures[fut]
-                finish(ti, key, fut.result())
+    try:
+        if config.workers <= 1 or len(todo) <= 1:
+            _init_worker(traces, counts)
+            for ti, spec, key in todo:
+                finish(ti, key, run_task(ti, spec, config))
                 bar.update()
-    bar.close()
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(config.workers, mp_context=ctx, initializer=_init_pool_worker,
+                                     initargs=(traces, counts)) as pool:
+                futures = {pool.submit(run_task, ti, spec, config): (ti, spec, key) for ti, spec, key in todo}
+                try:
+                    for fut in as_completed(futures):
+                        ti, spec, key = futures[fut]
+                        finish(ti, key, fut.result())
+                        bar.update()
+                except KeyboardInterrupt:  # start nothing new, save the tasks already running
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    for fut, (ti, _, key) in futures.items():
+                        if fut.done() and not fut.cancelled() and fut.exception() is None:
+                            finish(ti, key, fut.result())
+                    raise
+    finally:  # the progress line ends before any message
+        bar.close()
     ordered = [results[k] for k in sorted(results)]
     table = results_table(ordered, window=profile(config.model).context_window)
     run_info = {
@@ -285,7 +335,7 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
         "provenance": provenance(),
     }
     write_run(run_dir, ordered, table, run_info)
-    return RunOutput(run_dir, ordered, table, by_strategy(table), resumed)
+    return RunOutput(run_dir, ordered, table, by_strategy(table), resumed, loaded.notes, loaded.skipped)
 
 
 def format_summary(summary: pd.DataFrame) -> str:

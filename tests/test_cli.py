@@ -115,3 +115,80 @@ def test_seeds_give_several_sessions_per_scenario(tmp_path, capsys):
     assert sorted(pd.read_csv(tmp_path / "s" / "results.csv").trace) == ["synthetic/tiny/seed5", "synthetic/tiny/seed6"]
     assert main(["run", "--traces", "synthetic:tiny", "--seeds", "0", "--out", str(tmp_path), "--quiet"]) == 2
     assert "--seeds must be at least 1" in capsys.readouterr().err
+
+
+def test_lenient_run_says_how_many_records_it_skipped_and_what_it_passed_over(tmp_path, trace_file, capsys):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    lines = trace_file.read_text().splitlines(keepends=True)
+    (folder / "tiny.cbt.jsonl").write_text("".join(lines[:3]) + "{garbage\n" + "".join(lines[3:]))
+    (folder / "notes.csv").write_text("a,b\n1,2\n")
+    args = ["run", "--traces", str(folder), "--strategies", "none", "--workers", "1", "--out", str(tmp_path),
+            "--quiet", "--no-report"]
+    assert main(args) == 2
+    assert "tiny.cbt.jsonl:4: bad message record" in capsys.readouterr().err
+    assert main([*args, "--lenient"]) == 0
+    err = capsys.readouterr().err
+    assert "skipped 1 bad records (--lenient)" in err
+    assert "passed over 1 files in no known format: notes.csv" in err
+
+
+def test_a_folder_with_no_trace_is_an_error_naming_it(tmp_path, capsys):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "x.csv").write_text("a,b\n")
+    (tmp_path / "empty.jsonl").write_text("")
+    assert main(["run", "--traces", str(tmp_path / "in"), "--strategies", "none", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"no traces to replay in {tmp_path / 'in'}" in err and "x.csv" in err
+    assert main(["import", str(tmp_path / "in"), "--out", str(tmp_path / "imp")]) == 2
+    assert "no traces to import" in capsys.readouterr().err
+    assert main(["import", str(tmp_path / "empty.jsonl"), "--out", str(tmp_path / "imp")]) == 2
+    assert "empty.jsonl: empty file" in capsys.readouterr().err
+
+
+def test_a_parameter_of_the_wrong_type_fails_before_any_replay(tmp_path, trace_file, capsys):
+    out = tmp_path / "out"
+    code = main(["run", "--traces", str(trace_file), "--strategies", "opencode@prune_protect=20000|abc",
+                 "--out", str(out), "--quiet"])
+    assert code == 2
+    assert "parameter 'prune_protect' takes a number (default 40000), not 'abc'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_an_unknown_summarizer_model_fails_before_any_replay(tmp_path, trace_file, capsys):
+    out = tmp_path / "out"
+    assert main(["run", "--traces", str(trace_file), "--strategies", "none", "--summarizer-model", "gpt-9",
+                 "--out", str(out), "--quiet"]) == 2
+    assert "no price for model 'gpt-9'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_report_on_a_folder_that_is_not_a_run_is_a_clear_error(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    assert f"{tmp_path}: not a finished run folder (no run.json, results.csv, calls.csv)" in capsys.readouterr().err
+    for name in ("results.csv", "calls.csv"):
+        (tmp_path / name).write_text("a\n1\n")
+    (tmp_path / "run.json").write_text("{bad")
+    assert main(["report", str(tmp_path)]) == 2
+    assert f"{tmp_path / 'run.json'}: bad JSON" in capsys.readouterr().err
+
+
+def test_an_interrupted_run_keeps_its_finished_tasks_and_resumes(tmp_path, trace_file, capsys, monkeypatch):
+    from bench import runner
+
+    real, calls = runner.run_task, []
+
+    def interrupted(*args):
+        calls.append(args)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(runner, "run_task", interrupted)
+    args = ["run", "--traces", str(trace_file), "--strategies", "none", "opencode", "--workers", "1",
+            "--name", "i", "--out", str(tmp_path), "--quiet", "--no-report"]
+    assert main(args) == 130
+    assert "interrupted; finished tasks are saved" in capsys.readouterr().err
+    monkeypatch.setattr(runner, "run_task", real)
+    assert main(args) == 0
+    assert "2 tasks (1 resumed)" in capsys.readouterr().out

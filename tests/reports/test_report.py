@@ -100,9 +100,9 @@ RUN_INFO = {
     "provenance": {"git_sha": "0123456789abcdef", "git_dirty": True, "python": "3.11.7",
                    "packages": {"pandas": "2.2.0", "matplotlib": "3.11.2"}},
 }
-PNGS = ["context_over_calls.png", "cost_vs_saving.png", "cost_vs_retention.png", "paired_ci.png", "retention_classes.png",
-        "retention_by_age.png", "retention_by_round.png", "cost_cache.png", "cache_hit_rate.png", "summary_sizes.png",
-        "estimate_ratio.png"]
+PNGS = ["context_over_calls.png", "cost_vs_saving.png", "cost_vs_retention.png", "paired_ci.png",
+        "retention_classes.png", "retention_by_age.png", "retention_by_round.png", "cost_cache.png",
+        "cache_hit_rate.png", "summary_sizes.png", "estimate_ratio.png"]
 LATE_EVENT = ("t2", "mask", 1)
 """Its strategy acted at 250K true tokens while estimating 190K: over the 200K window, a late trigger."""
 

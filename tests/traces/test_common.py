@@ -34,3 +34,32 @@ def test_a_repeated_trace_id_is_renamed_not_merged(tmp_path):
     result = load([str(a), str(b), str(a)])
     assert [t.id for t in result.traces] == ["same", "same#2", "same#3"]
     assert any("renamed 'same#2'" in n for n in result.notes)
+
+
+def test_a_garbage_first_line_is_a_bad_record_not_an_unknown_format(tmp_path):
+    import json
+
+    import pytest
+
+    from traces.formats import detect, load
+    from traces.model import TraceError
+
+    claude = [{"type": "user", "sessionId": "s", "parentUuid": None, "uuid": "u1", "timestamp": "2026-01-01T00:00:00Z",
+               "message": {"role": "user", "content": "hi"}},
+              {"type": "assistant", "sessionId": "s", "parentUuid": "u1", "uuid": "u2",
+               "timestamp": "2026-01-01T00:00:01Z",
+               "message": {"id": "m", "role": "assistant", "content": [{"type": "text", "text": "hello"}]}}]
+    codex = [{"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": "c"}},
+             {"timestamp": "2026-01-01T00:00:01Z", "type": "response_item",
+              "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}}]
+    for fmt, records in (("claude-code", claude), ("codex", codex)):
+        path = tmp_path / f"{fmt}.jsonl"
+        path.write_text('{"type": "us\n' + "".join(json.dumps(r) + "\n" for r in records))
+        assert detect(path) == fmt
+        with pytest.raises(TraceError, match=f"{fmt}.jsonl:1: bad JSON record"):
+            load([str(path)])
+        result = load([str(path)], lenient=True)
+        assert result.skipped == 1 and len(result.traces) == 1
+    (tmp_path / "x.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(TraceError, match="unknown trace format"):
+        detect(tmp_path / "x.csv")

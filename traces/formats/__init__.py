@@ -62,6 +62,8 @@ def detect(path: Path) -> str:
         head = path.read_bytes()[:HEAD_BYTES].decode("utf-8", errors="replace")
     except OSError as e:
         raise TraceError(f"cannot read: {e.strerror}", path=str(path)) from None
+    if not head.strip():
+        raise UnknownFormatError("empty file: no trace to read", path=str(path))
     reasons = []
     for name in READERS:
         reason = _module(name).sniff_file(path, head)

@@ -69,13 +69,17 @@ class _Rec:
 def sniff_file(path: Path, head: str) -> str | None:
     lines = head.split("\n")
     complete = lines if len(head) < 64 * 1024 else lines[:-1]
+    bad = 0
     for line in complete[:50]:
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
-        except ValueError:
-            return "a line is not JSON"
+        except ValueError:  # one bad line (truncated, garbage) is the reader's to report, by line
+            bad += 1
+            if bad > 1:
+                return "lines are not JSON"
+            continue
         if not isinstance(rec, dict):
             return "lines are not JSON objects"
         kind = rec.get("type")
@@ -85,6 +89,8 @@ def sniff_file(path: Path, head: str) -> str | None:
             return "no Claude Code record (type user/assistant/system with sessionId and parentUuid)"
     if lines and re.search(r'"parentUuid":', lines[0]) and re.search(r'"sessionId":', lines[0]):
         return None
+    if bad:
+        return "a line is not JSON"
     return "no Claude Code record (type user/assistant/system with sessionId and parentUuid)"
 
 

@@ -54,13 +54,17 @@ OUTPUT_SIDE = ("function_call_output", "custom_tool_call_output", "local_shell_c
 
 
 def sniff_file(path: Path, head: str) -> str | None:
-    first = next((line for line in head.split("\n") if line.strip()), "")
+    lines = [line for line in head.split("\n") if line.strip()][:2]
+    first = lines[0] if lines else ""
     try:
         rec = json.loads(first)
     except ValueError:
         if re.match(r'\{"timestamp":"[^"]*","type":"(session_meta|response_item)","payload":\{', first):
             return None
-        return "first line is not JSON"
+        try:  # a garbage first line is the reader's to report, by line, when the next one is Codex's
+            rec = json.loads(lines[1])
+        except (ValueError, IndexError):
+            return "first line is not JSON"
     if isinstance(rec, dict) and rec.get("type") in LINE_TYPES and isinstance(rec.get("payload"), dict):
         return None
     return "first line is not a Codex rollout item ({timestamp, type: session_meta|…, payload})"
