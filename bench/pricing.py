@@ -11,7 +11,7 @@ this is how a strategy can save tokens and still cost more (evaluation.md §D).
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -146,7 +146,9 @@ class PromptCache:
 
     Keeps the most recent cached requests (an agent's own request and a summarizer's request are
     separate entries, as real cache lines are) and looks each new request up by the longest
-    common prefix at message granularity.
+    common prefix at message granularity. Token counts are taken only for what a request adds to
+    the last one it shares a prefix with (running sums), so a growing conversation costs each
+    call its new messages, not its whole history.
     """
 
     MAX_ENTRIES = 4
@@ -156,19 +158,28 @@ class PromptCache:
         self.ttl = ttl
         self.ttl_seconds = TTL_SECONDS[ttl]
         self._entries: list[_Entry] = []
+        self._last: _Entry | None = None
+        """The previous request, cached or not and however old: its running sums are reused."""
 
     def request(
-        self, messages: Sequence[Any], counts: Sequence[int], now: float, stream: str = "agent"
+        self, messages: Sequence[Any], counts: Sequence[int] | Callable[[Any], int], now: float,
+        stream: str = "agent",
     ) -> CacheSplit:
-        """Split one request; ``stream`` tells the agent's requests from a summarizer's."""
+        """Split one request; ``counts`` is each message's tokens, or a function giving them;
+        ``stream`` tells the agent's requests from a summarizer's."""
         msgs = tuple(messages)
-        total = sum(counts)
         alive = [e for e in self._entries if now - e.written_at <= self.ttl_seconds]
         best_tokens, best_entry = 0, None
-        for e in alive:
+        reuse, reuse_n = None, 0
+        alive_ids = {id(e) for e in alive}
+        for e in (*self._entries, *([self._last] if self._last is not None else [])):
             n = _common_prefix(e.messages, msgs)
-            if n and e.prefix_tokens[n - 1] > best_tokens:
+            if n > reuse_n:
+                reuse, reuse_n = e, n
+            if id(e) in alive_ids and n and e.prefix_tokens[n - 1] > best_tokens:
                 best_tokens, best_entry = e.prefix_tokens[n - 1], e
+        prefix = self._running_sums(msgs, counts, reuse.prefix_tokens[:reuse_n] if reuse else [])
+        total = prefix[-1] if prefix else 0
         if best_tokens < self.model.min_cache_prefix:
             best_tokens, best_entry = 0, None
         previous = next((e for e in reversed(alive) if e.stream == stream), None)
@@ -181,19 +192,28 @@ class PromptCache:
             split = CacheSplit(best_tokens, 0, rest, prefix_break)
         if best_entry is not None:
             best_entry.written_at = now  # a hit refreshes the lifetime
+        entry = _Entry(msgs, prefix, now, stream)
+        self._last = entry
         if cacheable:
-            prefix: list[int] = []
-            acc = 0
-            for c in counts:
-                acc += c
-                prefix.append(acc)
             # The new request extends (or replaces) its stream's previous line.
             self._entries = [e for e in alive if e is not previous]
-            self._entries.append(_Entry(msgs, prefix, now, stream))
+            self._entries.append(entry)
             self._entries = self._entries[-self.MAX_ENTRIES:]
         else:
             self._entries = alive
         return split
+
+    @staticmethod
+    def _running_sums(msgs: tuple[Any, ...], counts: Sequence[int] | Callable[[Any], int],
+                      known: list[int]) -> list[int]:
+        """Cumulative tokens of ``msgs``, the first ``len(known)`` taken from an earlier request."""
+        count = counts if callable(counts) else None
+        acc = known[-1] if known else 0
+        out = list(known)
+        for i in range(len(known), len(msgs)):
+            acc += count(msgs[i]) if count is not None else counts[i]  # type: ignore[index]
+            out.append(acc)
+        return out
 
 
 def _common_prefix(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:

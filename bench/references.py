@@ -42,17 +42,16 @@ class ReferenceCheck:
     """Counts, per call, the recorded tool calls that relied on something seen but no longer sent.
 
     One per replay. Most of what a strategy sends is the recorded messages themselves (the same
-    objects), so a reference is looked up once in the recorded history (its *carriers*, extended
-    as the history grows) and then checked by identity; only the messages a strategy wrote itself
-    (summaries, placeholders, rewritten outputs) are searched as text.
+    objects), so a reference is looked for in the recorded history newest first and checked by
+    identity against what was sent: usually the newest message holding it was sent, and the walk
+    stops there. Only the messages a strategy wrote itself (summaries, placeholders, rewritten
+    outputs) are searched as text, and only when no recorded carrier was sent.
     """
 
     def __init__(self) -> None:
         self._texts: dict[int, tuple[Message, str]] = {}
         self._recorded: set[int] = set()
         self._seen = 0
-        self._carriers: dict[str, tuple[int, list[Message]]] = {}
-        """ref → (history length scanned so far, recorded messages holding it)."""
 
     def _text(self, m: Message) -> str:
         hit = self._texts.get(id(m))
@@ -60,12 +59,6 @@ class ReferenceCheck:
             hit = (m, render(m))
             self._texts[id(m)] = hit
         return hit[1]
-
-    def _carriers_of(self, ref: str, history: Sequence[Message]) -> list[Message]:
-        scanned, found = self._carriers.get(ref, (0, []))
-        found = found + [m for m in history[scanned:] if ref in self._text(m)]
-        self._carriers[ref] = (len(history), found)
-        return found
 
     def unseen(self, history: Sequence[Message], sent: Sequence[Message], answer: Message) -> int:
         """Tool calls of ``answer`` with a reference that ``history`` (the recorded session so far,
@@ -76,11 +69,14 @@ class ReferenceCheck:
         self._recorded.update(id(m) for m in history[self._seen:])
         self._seen = len(history)
         sent_ids = {id(m) for m in sent}
-        written = [m for m in sent if id(m) not in self._recorded]
 
         def lost(ref: str) -> bool:
-            carriers = self._carriers_of(ref, history)
-            return bool(carriers) and not any(id(c) in sent_ids for c in carriers) \
-                and not any(ref in self._text(m) for m in written)
+            carriers = (m for m in reversed(history) if ref in self._text(m))
+            seen_before = False
+            for m in carriers:
+                if id(m) in sent_ids:
+                    return False
+                seen_before = True
+            return seen_before and not any(ref in self._text(m) for m in sent if id(m) not in self._recorded)
 
         return sum(1 for refs in uses if any(lost(ref) for ref in refs))

@@ -69,8 +69,7 @@ def replay(
             read, write = summary.cache_read_tokens, summary.cache_write_tokens
             uncached, prefix_break = summary.input_tokens, False
         else:
-            counts = [meter.truth(m) for m in msgs]
-            split = summary_cache.request(msgs, counts, session.now, stream="summarizer")
+            split = summary_cache.request(msgs, meter.truth, session.now, stream="summarizer")
             read, write, uncached, prefix_break = split.cache_read, split.cache_write, split.uncached, False
         prompt = read + write + uncached
         # A real provider response is billed as the model that answered it.
@@ -137,8 +136,7 @@ def replay(
             overflow = not model.fits(sent.truth, output)
         if result.failed:
             break
-        counts = [meter.truth(m) for m in sent.messages]
-        split = cache.request(sent.messages, counts, clock)
+        split = cache.request(sent.messages, meter.truth, clock)
         result.calls.append(
             CallRecord(
                 trace.id, label, step.index, "agent", len(sent), sent.truth, sent.estimate,
