@@ -14,6 +14,7 @@ compaction; only the first replayed compaction of each pair is comparable withou
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,33 @@ def recorded_calls(trace: Trace) -> tuple[int, ...]:
     """The call index at which each recorded compaction took effect (answers before it)."""
     answers = [i for i, m in enumerate(trace.messages) if m.role == "assistant"]
     return tuple(sum(1 for i in answers if i < rc.message_index) for rc in trace.compactions)
+
+
+MIN_RATIO_STEPS = 10
+
+
+def usage_ratio(trace: Trace, counter: TokenCounter) -> float | None:
+    """Provider prompt tokens per truth token, measured on the recorded session itself.
+
+    Between two consecutive calls with recorded usage, the provider's prompt grows by what was
+    appended (the system prompt and tool definitions, which a trace does not carry, cancel out);
+    the same messages counted by our tokenizer give the other side. Summed over every such step
+    without a compaction in between, the ratio says how far our truth count runs below the
+    provider's (its tokenizer, and per-message framing the transcript does not show). None with
+    fewer than ``MIN_RATIO_STEPS`` steps.
+    """
+    compacted = {c.message_index for c in trace.compactions}
+    points, size = [], 0
+    for i, m in enumerate(trace.messages):
+        if m.role == "assistant" and m.usage is not None and m.usage.prompt_tokens:
+            points.append((i, m.usage.prompt_tokens, size))
+        size += counter.truth(m)
+    provider = ours = steps = 0
+    for (i0, p0, t0), (i1, p1, t1) in itertools.pairwise(points):
+        if p1 <= p0 or t1 <= t0 or any(i0 < k <= i1 for k in compacted):
+            continue
+        provider, ours, steps = provider + p1 - p0, ours + t1 - t0, steps + 1
+    return provider / ours if steps >= MIN_RATIO_STEPS else None
 
 
 def recorded_usages(trace: Trace) -> tuple[Usage | None, ...]:

@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 import strategies
 from bench import __version__
+from bench.fidelity import usage_ratio
 from bench.metrics import by_strategy, results_table
 from bench.pricing import price_table, profile
 from bench.records import SCHEMA_VERSION, TaskResult
@@ -328,8 +329,9 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
         "strategies": [{"label": s.label, "name": s.name, "params": dict(s.params),
                         "version": strategies.resolve(s.name)[0].version,
                         "citation": strategies.resolve(s.name)[0].citation} for s in specs],
-        "traces": [{"id": t.id, "agent": t.agent, "sha256": h, "messages": len(t.messages), "calls": t.n_calls,
-                    "source": t.source} for t, h in zip(traces, hashes, strict=True)],
+        "traces": [{"id": t.id, "agent": t.agent, "model": t.model, "sha256": h, "messages": len(t.messages),
+                    "calls": t.n_calls, "source": t.source, "usage_ratio": usage_ratio(t, counter)}
+                   for t, h in zip(traces, hashes, strict=True)],
         "pricing_table": price_table()[0],
         "tokenizer": counter.tokenizer.name,
         "provenance": provenance(),

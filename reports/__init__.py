@@ -190,13 +190,25 @@ def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFram
 
 
 def _tokenizer_note(info: dict[str, Any]) -> str:
-    """Why the dollar figures of a Claude run are low in absolute terms (pricing.md §2)."""
+    """Why absolute figures run low: the truth tokenizer against the provider's (pricing.md §2), and
+    what the run's own recorded sessions measured (``bench.fidelity.usage_ratio``)."""
     model = str(info.get("config", {}).get("model", ""))
-    if "claude" not in model or not str(info.get("tokenizer", "")).startswith("cl100k"):
-        return ""
-    return (" Tokens are counted with tiktoken's cl100k_base: Claude's own tokenizer is not public and counts "
-            "some 15–20% more on typical text (more on code), so absolute token and dollar figures for "
-            f"{model} run low by about that much; the comparison between strategies is not affected.")
+    note = ""
+    if "claude" in model and str(info.get("tokenizer", "")).startswith("cl100k"):
+        note = (" Tokens are counted with tiktoken's cl100k_base: Claude's own tokenizer is not public and "
+                "counts some 15–20% more on typical text (more on code), so absolute token and dollar figures "
+                f"for {model} run low by about that much; the comparison between strategies is not affected.")
+    by_model: dict[str, list[float]] = {}
+    for t in info.get("traces", []):
+        if t.get("usage_ratio"):
+            by_model.setdefault(str(t.get("model") or t.get("agent") or "?"), []).append(float(t["usage_ratio"]))
+    if by_model:
+        measured = "; ".join(
+            f"{m} {min(r):.2f}" + (f"–{max(r):.2f}" if len(r) > 1 else "") + f" ({len(r)} session{'s' * (len(r) > 1)})"
+            for m, r in sorted(by_model.items()))
+        note += (" Measured on this run's recorded sessions (their provider's prompt growth between calls over "
+                 f"ours for the same messages, framing included): {measured}.")
+    return note
 
 
 def _retained(totals: pd.DataFrame) -> bool:

@@ -156,3 +156,22 @@ def test_a_second_recorded_compaction_is_sized_from_the_first():
     assert second["recorded_pre_truth"] == counter.truth(msgs[0]) + sum(counter.truth(m) for m in msgs[7:12])
     assert second["recorded_call"] == 5 and second["recorded_pre_usage"] == 4_030
     assert second["replayed_call"] is None and second["replayed_compactions"] == 0
+
+
+def test_usage_ratio_is_the_providers_growth_over_ours_with_the_overhead_cancelling():
+    from bench.fidelity import usage_ratio
+    from bench.tokens import TokenCounter
+    from traces.model import Message, Trace, Usage
+
+    counter = TokenCounter()
+    msgs = [Message.text_message("system", "s"), Message.text_message("user", "go")]
+    size = sum(counter.truth(m) for m in msgs)
+    for k in range(12):
+        # the provider sees 5,000 tokens of tools and system prompt we do not, and counts 1.3x ours
+        msgs.append(Message.text_message("assistant", f"step {k}", usage=Usage(input_tokens=5_000 + round(1.3 * size))))
+        size += counter.truth(msgs[-1])
+        msgs.append(Message.text_message("user", f"result {k} " + "x y z " * (10 * k + 5)))
+        size += counter.truth(msgs[-1])
+    ratio = usage_ratio(Trace("u", tuple(msgs)), counter)
+    assert ratio is not None and abs(ratio - 1.3) < 0.01
+    assert usage_ratio(Trace("short", tuple(msgs[:12])), counter) is None  # 5 steps: too few to say

@@ -94,7 +94,8 @@ RUN_INFO = {
     "strategies": [{"label": "none", "name": "none", "version": 1, "citation": "baseline"},
                    {"label": "llm", "name": "llm", "version": 2, "citation": "example/llm.py@abc123"},
                    {"label": "mask", "name": "mask", "version": 1, "citation": "example/mask.py@def456"}],
-    "traces": [{"id": "t1", "agent": "claude-code", "sha256": "ab" * 32, "calls": 3},
+    "traces": [{"id": "t1", "agent": "claude-code", "model": "claude-opus-4-6", "sha256": "ab" * 32, "calls": 3,
+                "usage_ratio": 1.3046},
                {"id": "t2", "agent": "codex", "sha256": "cd" * 32, "calls": 2}],
     "pricing_table": "prices-2026-01", "tokenizer": "cl100k_base",
     "provenance": {"git_sha": "0123456789abcdef", "git_dirty": True, "python": "3.11.7",
@@ -191,6 +192,7 @@ def test_summary_table_sorted_by_cost_with_hand_computed_values(rendered: Path) 
     assert "cost ↓" in table and "tokens saved vs none ↑" in table
     assert "Replay limitation" in page and "recorded future" in page
     assert "counts some 15–20% more" in page  # a Claude model counted with cl100k: the figures run low
+    assert "Measured on this run&#x27;s recorded sessions" in page and "claude-opus-4-6 1.30 (1 session)" in page
 
 
 def test_totals_from_calls() -> None:
