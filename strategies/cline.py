@@ -81,13 +81,15 @@ class Cline(Strategy):
     (Cline would keep an empty one), so a later range counts one message fewer; (4) not modelled:
     the 400K Codex-OAuth budget (no provider in our profiles) and the auto-condense path
     (``useAutoCondense`` defaults to false). Version 2: the message after the cut keeps its
-    non-result blocks (Cline strips only the orphaned tool_result blocks).
+    non-result blocks (Cline strips only the orphaned tool_result blocks). Version 3: the notices
+    only replace a text block 0; a first message opening with a tool call (or thinking) is left
+    without one, as in Cline (it no longer gets a text block inserted).
     """
 
     name = "cline"
     citation = ("cline/cline @94f5a47a59d4de809463911aad9b9672ab1cbbbf apps/vscode/src/core/context/"
                 "context-management/ContextManager.ts + context-window-utils.ts + core/prompts/responses.ts")
-    version = 2
+    version = 3
 
     estimator: str = "truth"
     """Cline decides on the provider-reported usage of the previous request, not a local estimate."""
@@ -231,10 +233,12 @@ def _without_orphan_results(kept: list[Message], dropped: tuple[Message, ...]) -
 
 
 def _with_first_text(m: Message, text: str) -> Message:
-    """Cline's edit of content block 0: replace its text, or put a text block first."""
-    if m.blocks and isinstance(m.blocks[0], Text):
+    """Cline's edit of content block 0: its text is replaced only when block 0 is a non-empty text
+    block (``applyContextHistoryUpdates`` skips any other block type, and the first-user-message
+    replacement needs some text); a message opening with a tool call or thinking stays as is."""
+    if m.blocks and isinstance(m.blocks[0], Text) and m.blocks[0].text:
         return replace(m, blocks=(Text(text), *m.blocks[1:]))
-    return replace(m, blocks=(Text(text), *m.blocks))
+    return m
 
 
 SDK_PROMPT = (

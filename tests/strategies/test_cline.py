@@ -129,9 +129,25 @@ def test_truncation_never_splits_a_tool_pair_and_repairs_the_first_call(counter)
     # result 4 (Cline 10) loses its orphaned tool_result block, and with nothing left is not sent.
     assert orphans(out.context.messages) == (set(), set())
     first_call, repaired = out.context.messages[2], out.context.messages[3]
-    assert first_call.blocks[0].text == TRUNCATION_NOTICE and first_call.tool_uses[0].id == "c0"
+    # block 0 of the first assistant message is a tool call, not text: Cline leaves it without a notice
+    assert first_call.blocks == (ToolUse("c0", "bash", {"command": "0"}),)
     assert [(r.tool_use_id, r.content) for r in repaired.tool_results] == [("c0", RESULT_MISSING)]
     assert out.context.messages[4].tool_uses[0].id == "c5"
+
+
+def test_notices_replace_only_a_text_block_0(counter):
+    """Cline's stored edits set the text of block 0 only when it is a text block: a first assistant
+    message opening with a tool call (or thinking) keeps its blocks and gets no notice."""
+    msgs = tool_session(9)
+    msgs[2] = Message("assistant", (ToolUse("c0", "bash", {"command": "0"}), Text("after the call")))
+    out = Cline().on_overflow(Meter(counter).context(msgs), session(counter))
+    assert out.context.messages[2].blocks == msgs[2].blocks
+    assert TRUNCATION_NOTICE not in [b.text for m in out.context.messages for b in m.blocks if isinstance(b, Text)]
+    msgs[2] = Message("assistant", (Text("let me look"), ToolUse("c0", "bash", {"command": "0"})))
+    msgs.insert(4, Message.text_message("user", "latest human request"))
+    out = Cline().on_overflow(Meter(counter).context(msgs), session(counter))
+    assert out.context.messages[2].blocks == (Text(TRUNCATION_NOTICE), msgs[2].blocks[1])
+    assert out.context.messages[1].text == CONTINUE_NOTICE
 
 
 def test_the_message_after_the_cut_loses_only_its_orphaned_results(counter):

@@ -120,6 +120,19 @@ def test_amortized_forgetting_forgets_down_to_half(counter):
     assert run(AmortizedForgetting(max_size=12), msgs, counter)[2] is None
 
 
+def test_amortized_forgetting_handles_the_overflow_condensation_request(counter):
+    """V0's controller turns a context-window error into a CondensationRequestAction, and the
+    amortized condenser condenses on an unhandled request even below max_size."""
+    msgs = history(5)  # 12 events <= max_size 20: no condensation before the call
+    assert run(AmortizedForgetting(max_size=20), msgs, counter)[2] is None
+    _, _, out = run(AmortizedForgetting(max_size=10), msgs[:10], counter, hook="on_overflow")
+    # 10 events: keep view[:1] + the last 10 // 2 - 1 = 4 (+ the task)
+    assert out.context.messages == (msgs[0], msgs[1], *msgs[6:10])
+    assert [e.kind for e in out.events] == ["drop"]
+    # 5 events <= keep_first 1 + 4: nothing to forget, no condensation available
+    assert run(AmortizedForgetting(max_size=10), msgs[:5], counter, hook="on_overflow")[2] is None
+
+
 @pytest.mark.parametrize("name", ["openhands@max_size=20", "openhands:v0@max_size=20,keep_first=2",
                                   "openhands:masking@attention_window=6", "openhands:recent@max_events=10",
                                   "openhands:amortized@max_size=12", "openhands"])
