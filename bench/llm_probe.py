@@ -15,10 +15,11 @@ a fixed prompt: compare strategies on several traces, never on one answer.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.probes import Asker
 from bench.summarizers import SummarizerError
 from bench.summarizers.anthropic import (
     DEFAULT_MODEL,
@@ -29,9 +30,6 @@ from bench.summarizers.anthropic import (
 )
 from bench.tokens import TokenCounter
 from traces.model import Message, Needle
-
-Asker = Callable[[Sequence[Message], Sequence[Needle]], dict[str, str | None]]
-"""(context sent, needles) → the model's answer per needle id (None: not asked)."""
 
 PROMPT = ("Answer each question below from the conversation above only, one line per question in the form "
           "`N. answer`, with the exact value (number, path, command, name) where there is one. Write `N. unknown` "

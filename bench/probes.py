@@ -40,7 +40,7 @@ FALSE_POSITIVE, ABSENT = "false-positive", "absent"
 CLASSES = (VERBATIM, RECOVERABLE, STALE, MISSING, FALSE_POSITIVE, ABSENT)
 
 Asker = Callable[[Sequence[Message], Sequence[Needle]], dict[str, str | None]]
-"""LLM probe (bench/llm_probe.py): (context sent, needles) → the model's answer per needle id."""
+"""LLM probe (bench/llm_probe.py): (context sent, needles) → the model's answer per needle id (None: not asked)."""
 
 AGE_TOKEN_EDGES = (0, 2_000, 8_000, 32_000, 128_000, np.inf)
 AGE_TOKEN_LABELS = ("< 2K", "2K–8K", "8K–32K", "32K–128K", "≥ 128K")

@@ -113,14 +113,15 @@ def score(run: RunData, rows: pd.DataFrame, totals: pd.DataFrame) -> Scores:
     has_probes = run.probes is not None and not run.probes.empty and "cls" in run.probes
     probes = scoring.age_buckets(run.probes) if has_probes else None
     retention = scoring.retention_overall(probes) if has_probes else pd.DataFrame()
+    gaps = scoring.trigger_points(run.events, win) if win else pd.DataFrame()
     return Scores(
         comparisons=scoring.comparisons(rows, resamples=b), resamples=b, retention=retention,
         cliffs=scoring.cliff_table(probes) if has_probes else pd.DataFrame(),
         ages=probes,
         sizes=stats.summary_sizes(run.summaries) if "tokens" in run.summaries else pd.DataFrame(),
         cost=scoring.cost_truth(run.calls), window=win,
-        gaps=scoring.trigger_points(run.events, win) if win else pd.DataFrame(),
-        estimator=scoring.estimator(run.events, run.calls, win) if win else pd.DataFrame(),
+        gaps=gaps,
+        estimator=scoring.estimator(gaps, run.calls, win) if win else pd.DataFrame(),
         hidden=scoring.hidden_overflow_calls(run.calls, win) if win else pd.DataFrame(),
         fidelity=scoring.fidelity(run.fidelity, rows),
         sweeps=scoring.sweeps(run.info, totals),

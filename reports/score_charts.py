@@ -14,12 +14,10 @@ import pandas as pd
 from matplotlib import ticker
 
 from reports.charts import BASELINE, _empty, _figure, _place_labels
-from reports.scoring import CLASSES, CLIFF, DEFAULT, Sweep, pareto_front
+from reports.scoring import CLASSES, CLIFF, COMPARED_TITLES, DEFAULT, LOWER_IS_BETTER, Sweep, pareto_front
 
 CLASS_COLORS = {"retained-verbatim": "#2e9e4f", "recoverable-by-reference": "#7fb7e6", "stale": "#f0a030",
                 "missing": "#d9534f"}
-METRIC_TITLES = {"cost": "cost per trace", "input_tokens": "input tokens per trace", "retention": "needle retention"}
-LOWER_IS_BETTER = {"cost": True, "input_tokens": True, "retention": False}
 FRONT_COLOR = "#1a7f37"
 
 
@@ -31,7 +29,7 @@ def paired_ci(comparisons: pd.DataFrame, order: Sequence[str], path: Path) -> Pa
     """
     with _figure(path) as (fig, ax):
         title = "Paired difference from never compacting (mean over traces, 95% bootstrap CI)"
-        metrics = [m for m in METRIC_TITLES if len(comparisons) and (comparisons.metric == m).any()]
+        metrics = [m for m in COMPARED_TITLES if len(comparisons) and (comparisons.metric == m).any()]
         if not metrics:
             _empty(ax, title, "no `none` baseline or too few traces to compare")
             return path
@@ -52,7 +50,7 @@ def paired_ci(comparisons: pd.DataFrame, order: Sequence[str], path: Path) -> Pa
                 a.plot([low[s], high[s]], [y, y], color=color, lw=2.4, solid_capstyle="round")
                 a.scatter(mid[s], y, color=color, s=36, zorder=3, edgecolor="white", lw=0.8)
             a.axvline(0, color="#555555", lw=0.9)
-            a.set_title(METRIC_TITLES[metric], fontsize=10)
+            a.set_title(COMPARED_TITLES[metric], fontsize=10)
             unit = "pp" if metric == "retention" else "%"
             a.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _, u=unit: f"{v:+.0f}{u}"))
             a.grid(axis="y", visible=False)

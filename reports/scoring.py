@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bench import economics, stats
+from bench.metrics import FIDELITY_COLUMNS, METRIC_BY_NAME
 
 BASELINE = "none"
 # Needle scoring over probes.csv. The same rules as bench.probes (retention, false_positive_rate,
@@ -29,8 +30,11 @@ AGE_TOKEN_EDGES = (0, 2_000, 8_000, 32_000, 128_000, np.inf)
 AGE_TOKEN_LABELS = ("< 2K", "2K–8K", "8K–32K", "32K–128K", "≥ 128K")
 AGE_CALL_EDGES = (0, 5, 20, 50, 100, np.inf)
 AGE_CALL_LABELS = ("< 5", "5–19", "20–49", "50–99", "≥ 100")
-COMPARED = ("cost", "input_tokens", "retention")
-"""Metrics compared against ``none`` per trace, in page order (retention only when present)."""
+COMPARED_TITLES = {"cost": "cost per trace", "input_tokens": "input tokens per trace", "retention": "needle retention"}
+"""Metrics compared against ``none`` per trace, in page order (retention only when present), with
+their titles in the report's tables and charts."""
+COMPARED = tuple(COMPARED_TITLES)
+LOWER_IS_BETTER = {m: bool(METRIC_BY_NAME[m].lower_is_better) for m in COMPARED}
 
 
 def resamples(info: dict) -> int:
@@ -179,11 +183,10 @@ def trigger_points(events: pd.DataFrame, win: int) -> pd.DataFrame:
     return economics.trigger_gaps(e, win) if len(e) else pd.DataFrame(columns=[*need, "ratio", "late"])
 
 
-def estimator(events: pd.DataFrame, calls: pd.DataFrame, win: int) -> pd.DataFrame:
-    """bench.economics.estimator_vs_truth, with events that measured nothing left out."""
+def estimator(gaps: pd.DataFrame, calls: pd.DataFrame, win: int) -> pd.DataFrame:
+    """bench.economics.estimator_vs_truth over ``trigger_points`` (events that measured nothing left out)."""
     if "estimate_tokens" not in calls or calls.empty:
         return pd.DataFrame()
-    gaps = trigger_points(events, win)
     return economics.estimator_vs_truth(gaps.drop(columns=["ratio", "late"], errors="ignore"), calls, win)
 
 
@@ -193,15 +196,11 @@ def hidden_overflow_calls(calls: pd.DataFrame, win: int) -> pd.DataFrame:
     return economics.hidden_overflows(calls, win)
 
 
-FIDELITY_FROM_RESULTS = ("recorded_call", "replayed_call", "call_delta", "recorded_pre_tokens", "recorded_pre_truth",
-                         "replayed_pre_tokens", "recorded_post_tokens", "replayed_post_tokens")
-
-
 def fidelity(fidelity_rows: pd.DataFrame | None, results: pd.DataFrame) -> pd.DataFrame:
     """fidelity.csv as is, else the first compaction per trace from results.csv's fidelity columns."""
     if fidelity_rows is not None and len(fidelity_rows):
         return fidelity_rows
-    cols = [f"fidelity_{c}" for c in FIDELITY_FROM_RESULTS]
+    cols = [f"fidelity_{c}" for c in FIDELITY_COLUMNS]
     if "fidelity_recorded_call" not in results:
         return pd.DataFrame()
     r = results[results.fidelity_recorded_call.notna()]

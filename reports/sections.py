@@ -14,7 +14,7 @@ import pandas as pd
 
 from bench import stats
 from reports import tables
-from reports.scoring import Sweep, finite, safe_float
+from reports.scoring import COMPARED_TITLES, LOWER_IS_BETTER, Sweep, finite, safe_float
 
 Fmt = Callable[[float], str]
 pct: Fmt = lambda v: f"{v:.0%}"  # noqa: E731
@@ -165,15 +165,13 @@ def _signed(fmt: Fmt, unit: str = "") -> Fmt:
 DIFF_FORMAT: dict[str, Fmt] = {
     "cost": _signed(usd), "input_tokens": _signed(tokens), "retention": _signed(lambda v: f"{v * 100:.1f}", " pp"),
 }
-COMPARE_LABEL = {"cost": "cost per trace", "input_tokens": "input tokens per trace", "retention": "needle retention"}
-LOWER_BETTER = {"cost": True, "input_tokens": True, "retention": False}
 
 
 def _verdict(metric: str, r: pd.Series) -> str:
     verdict = str(r.verdict)
     if verdict in MUTED_VERDICTS:
         return f'<span class="badge ns">{html.escape(verdict)}</span>'
-    good = (verdict == "lower") == LOWER_BETTER[metric]
+    good = (verdict == "lower") == LOWER_IS_BETTER[metric]
     return f'<span class="badge {"good" if good else "bad"}">significantly {html.escape(verdict)}</span>'
 
 
@@ -191,11 +189,11 @@ def _compare_cell(metric: str, r: pd.Series | None) -> str:
 def comparisons_html(comp: pd.DataFrame, order: Sequence[str], resamples: int) -> str:
     if comp.empty:
         return muted("No comparison: this run has no `none` baseline to pair the strategies with.")
-    metrics = [m for m in COMPARE_LABEL if (comp.metric == m).any()]
+    metrics = [m for m in COMPARED_TITLES if (comp.metric == m).any()]
     strategies = [s for s in order if (comp.strategy == s).any()]
     pairs = comp.groupby("strategy").n.max()
     head = "<tr><th>strategy</th><th class=num>pairs</th>" + "".join(
-        f"<th>{html.escape(COMPARE_LABEL[m])} − none</th>" for m in metrics) + "</tr>"
+        f"<th>{html.escape(COMPARED_TITLES[m])} − none</th>" for m in metrics) + "</tr>"
     body = []
     for s in strategies:
         cells = [f"<td class=name>{html.escape(s)}</td><td class=num>{int(pairs[s])}</td>"]
@@ -205,7 +203,8 @@ def comparisons_html(comp: pd.DataFrame, order: Sequence[str], resamples: int) -
         body.append("<tr>" + "".join(cells) + "</tr>")
     base = comp.drop_duplicates("metric").set_index("metric").mean_baseline
     note = ("Mean over the paired traces of (strategy − none); the percentage is relative to none's mean ("
-            + ", ".join(f"{COMPARE_LABEL[m]} {(pct1 if m == 'retention' else usd if m == 'cost' else tokens)(base[m])}"
+            + ", ".join(f"{COMPARED_TITLES[m]} "
+                        f"{(pct1 if m == 'retention' else usd if m == 'cost' else tokens)(base[m])}"
                         for m in metrics if finite(base.get(m))) +
             f"). Intervals: paired nonparametric bootstrap over traces, B = {resamples:,} resamples, seed 0. "
             "“not significant” = the interval holds zero; with a single trace there is nothing to resample.")

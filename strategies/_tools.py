@@ -67,20 +67,23 @@ def safe_cut(messages: Sequence[Message], index: int) -> int:
 def drop_range(messages: Sequence[Message], start: int, end: int) -> tuple[Message, ...]:
     """messages without [start, end), widened so no tool_use/tool_result pair is split."""
     end = safe_cut(messages, end)
-    kept = (*messages[:start], *messages[end:])
-    dropped_uses = {b.id for m in messages[start:end] for b in m.tool_uses}
-    if not dropped_uses:
-        return tuple(kept)
-    # a result after the range whose call was dropped cannot stay as a tool_result
+    return tuple(without_orphan_results((*messages[:start], *messages[end:]), messages[start:end]))
+
+
+def without_orphan_results(kept: Sequence[Message], dropped: Sequence[Message]) -> list[Message]:
+    """``kept`` without the tool_result blocks whose calls are in ``dropped`` (a result cannot stay
+    without its call; the message's other blocks stay); a message left with no blocks is not sent."""
+    gone = {u.id for m in dropped for u in m.tool_uses}
+    if not gone:
+        return list(kept)
     out = []
     for m in kept:
-        if any(r.tool_use_id in dropped_uses for r in m.tool_results):
-            blocks = tuple(b for b in m.blocks if not (isinstance(b, ToolResult) and b.tool_use_id in dropped_uses))
-            if not blocks:
+        if any(r.tool_use_id in gone for r in m.tool_results):
+            m = m.with_blocks(tuple(b for b in m.blocks if not (isinstance(b, ToolResult) and b.tool_use_id in gone)))
+            if not m.blocks:
                 continue
-            m = replace(m, blocks=blocks)
         out.append(m)
-    return tuple(out)
+    return out
 
 
 def last_assistant_index(messages: Sequence[Message]) -> int:
@@ -160,7 +163,7 @@ def file_snapshot(use: ToolUse, result: ToolResult) -> tuple[str, str] | None:
 def step_start(messages: Sequence[Message]) -> int:
     """Where the current step begins: after the last assistant message, or at it when the step
     holds results of its calls (so a cut there never orphans the in-flight pair)."""
-    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    last = last_assistant_index(messages)
     if last < 0:
         return min(1, len(messages))
     if any(m.tool_results for m in messages[last + 1:]):
@@ -168,12 +171,19 @@ def step_start(messages: Sequence[Message]) -> int:
     return last + 1
 
 
+def latest_human_index(messages: Sequence[Message]) -> int:
+    """Index of the latest real human turn (not a summary or other message a strategy made up); -1 if none."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.is_human_turn and not m.meta.get("summary") and not m.meta.get("synthetic"):
+            return i
+    return -1
+
+
 def latest_human(messages: Sequence[Message]) -> Message | None:
     """The latest real human turn (not a summary or other message a strategy made up)."""
-    for m in reversed(messages):
-        if m.is_human_turn and not m.meta.get("summary") and not m.meta.get("synthetic"):
-            return m
-    return None
+    i = latest_human_index(messages)
+    return messages[i] if i >= 0 else None
 
 
 def files_shown(messages: Sequence[Message]) -> list[tuple[str, str]]:

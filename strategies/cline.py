@@ -17,7 +17,14 @@ from bench.context import Context
 from bench.pricing import ModelProfile
 from bench.summarizers.extractive import PATH_KEYS
 from bench.tokens import render
-from strategies._tools import last_human_index, rewrite_results, safe_cut, text_user, tool_inputs
+from strategies._tools import (
+    last_human_index,
+    rewrite_results,
+    safe_cut,
+    text_user,
+    tool_inputs,
+    without_orphan_results,
+)
 from strategies.base import Event, Outcome, Strategy, event
 from traces.model import Message, Text, ToolResult, ToolUse
 
@@ -130,7 +137,8 @@ class Cline(Strategy):
         if end < start:
             return Outcome(ctx, events) if events else None
         cut = end + 1
-        kept = _without_orphan_results([*msgs[:start], *msgs[cut:]], msgs[start:cut])
+        # Cline's cut: the range ends on an assistant message; results of its calls leave what follows
+        kept = without_orphan_results((*msgs[:start], *msgs[cut:]), msgs[start:cut])
         human = last_human_index(msgs)
         if start <= human < cut:  # deviation: keep the latest human request (contract invariant 2)
             text = tuple(b for b in msgs[human].blocks if not isinstance(b, ToolResult))
@@ -213,23 +221,6 @@ class Cline(Strategy):
             header = HEADER.match(b.content)
             return replace(b, content=f"{header[0]}\n{READ_NOTICE}" if header else READ_NOTICE)
         return replace(b, content=FINAL_CONTENT.sub(inner, b.content))
-
-
-def _without_orphan_results(kept: list[Message], dropped: tuple[Message, ...]) -> list[Message]:
-    """Cline's cut: the range ends on an assistant message, and the tool_result blocks whose calls
-    were in the range are removed from what follows (its other blocks stay); a message left with
-    no blocks is not sent."""
-    gone = {u.id for m in dropped for u in m.tool_uses}
-    if not gone:
-        return kept
-    out = []
-    for m in kept:
-        if any(r.tool_use_id in gone for r in m.tool_results):
-            m = m.with_blocks(tuple(b for b in m.blocks if not (isinstance(b, ToolResult) and b.tool_use_id in gone)))
-            if not m.blocks:
-                continue
-        out.append(m)
-    return out
 
 
 def _with_first_text(m: Message, text: str) -> Message:

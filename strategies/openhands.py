@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bench.context import Context
-from strategies._tools import quote_latest_human, safe_cut, text_user
+from strategies._tools import latest_human_index, quote_latest_human, safe_cut, text_user
 from strategies.base import Outcome, Strategy, event
 from traces.model import Message, Text, ToolResult
 
@@ -60,12 +60,9 @@ def render(messages: list[Message] | tuple[Message, ...], original: tuple[Messag
 
 def keep_indices(ctx: Context, indices: set[int]) -> tuple[Message, ...]:
     """The messages at ``indices`` (plus the latest human turn, see class docs), rendered."""
-    msgs = ctx.messages
-    for i in range(len(msgs) - 1, -1, -1):  # latest_human, with its index, in one backward walk
-        m = msgs[i]
-        if m.is_human_turn and not m.meta.get("summary") and not m.meta.get("synthetic"):
-            indices.add(i)
-            break
+    human = latest_human_index(ctx.messages)
+    if human >= 0:
+        indices.add(human)
     return render([ctx.messages[i] for i in sorted(indices) if 0 <= i < len(ctx)], ctx.messages)
 
 

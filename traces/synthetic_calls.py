@@ -16,7 +16,7 @@ from itertools import chain
 from random import Random
 
 from traces import synthetic_text as tx
-from traces.calibration import Calibration
+from traces.calibration import Calibration, LogNormal
 
 TOOLS: dict[str, dict[str, str]] = {
     "read_file": {"path": "absolute path of the file", "offset": "first line (optional)",
@@ -112,14 +112,18 @@ class Outputs:
                     if size <= len(body) else tx.fill(f"File created successfully at: {path}",
                                                       tx.numbered(tx.code_lines(r)), size), category="write")
 
+    def _fitted(self, category: str) -> LogNormal:
+        """The category's output-size fit with the scenario's size scale applied."""
+        return self.cal.output_chars[category].scaled(self.size_scale.get(category, 1.0))
+
     def size_within(self, category: str, floor: float, ceiling: float = math.inf) -> int:
         """A size from the category's scaled fit conditioned on lying in [floor, ceiling], capped."""
-        fitted = self.cal.output_chars[category].scaled(self.size_scale.get(category, 1.0))
-        return max(1, min(self.max_chars, round(fitted.sample_within(self.rng, floor, ceiling))))
+        drawn = self._fitted(category).sample_within(self.rng, floor, ceiling)
+        return max(1, min(self.max_chars, round(drawn)))
 
     def quantile(self, category: str, q: float) -> float:
         """The ``q`` quantile of the category's scaled output size (before the cap)."""
-        return self.cal.output_chars[category].scaled(self.size_scale.get(category, 1.0)).quantile(q)
+        return self._fitted(category).quantile(q)
 
     def test_run(self, size: int, tail: str | None = None) -> Call:
         """A pytest run; ``tail`` (from the ``E`` error line to the summary) ends the output when given.

@@ -34,6 +34,10 @@ def test_a_repeated_trace_id_is_renamed_not_merged(tmp_path):
     result = load([str(a), str(b), str(a)])
     assert [t.id for t in result.traces] == ["same", "same#2", "same#3"]
     assert any("renamed 'same#2'" in n for n in result.notes)
+    from traces.formats import unique_ids
+
+    clash = [Trace("x", trace.messages), Trace("x", trace.messages), Trace("x#2", trace.messages)]
+    assert [t.id for t in unique_ids(clash)[0]] == ["x", "x#3", "x#2"]  # never two traces with one id
 
 
 def test_a_garbage_first_line_is_a_bad_record_not_an_unknown_format(tmp_path):

@@ -132,14 +132,19 @@ def unique_ids(traces: list[Trace]) -> tuple[list[Trace], list[str]]:
     Results, resumed tasks and imported files are keyed by id, so two sessions sharing one (Cline
     SDK fixtures copied from one session, the same file listed twice) must not be merged.
     """
-    seen: dict[str, int] = {}
+    taken = {t.id for t in traces}  # a new name must not be an id some trace already has
+    kept: set[str] = set()
     out, notes = [], []
     for t in traces:
-        n = seen[t.id] = seen.get(t.id, 0) + 1
-        if n > 1:
+        if t.id in kept:
+            n = 2
+            while f"{t.id}#{n}" in taken:
+                n += 1
             new_id = f"{t.id}#{n}"
+            taken.add(new_id)
             notes.append(f"trace id {t.id!r} occurs again in {t.source or 'another source'}: renamed {new_id!r}")
             t = replace(t, id=new_id)
+        kept.add(t.id)
         out.append(t)
     return out, notes
 
