@@ -84,10 +84,12 @@ def _import(args: argparse.Namespace) -> int:
     result = load(args.files, lenient=args.lenient)
     counter = TokenCounter()
     for trace in result.traces:
+        replaced = (Path(args.out) / f"{native.safe_name(trace.id)}{native.SUFFIX}").exists()
         path = native.write_many([trace], args.out)[0]
         tokens = sum(counter.counts(trace.messages))
         print(f"{trace.id}: {trace.agent}, {len(trace.messages)} messages, {trace.n_tool_calls} tool calls, "
-              f"{tokens:,} tokens, {len(trace.compactions)} recorded compactions → {path}")
+              f"{tokens:,} tokens, {len(trace.compactions)} recorded compactions → {path}"
+              + (" (replaced the file that was there)" if replaced else ""))
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     if result.skipped:

@@ -78,8 +78,10 @@ def test_list_strategies_shows_citations_and_defaults(capsys):
 def test_import_writes_native_and_prints_a_line_per_trace(tmp_path, trace_file, capsys):
     assert main(["import", str(trace_file), "--out", str(tmp_path / "imp")]) == 0
     out = capsys.readouterr().out
-    assert "tiny: unknown, 15 messages, 6 tool calls" in out
+    assert "tiny: unknown, 15 messages, 6 tool calls" in out and "replaced" not in out
     assert native.read(tmp_path / "imp" / "tiny.cbt.jsonl") == native.read(trace_file)
+    assert main(["import", str(trace_file), "--out", str(tmp_path / "imp")]) == 0
+    assert "(replaced the file that was there)" in capsys.readouterr().out
 
 
 def test_missing_api_key_is_a_clear_error_before_any_replay(tmp_path, trace_file, capsys, monkeypatch):
