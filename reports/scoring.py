@@ -178,9 +178,8 @@ def trigger_points(events: pd.DataFrame, win: int) -> pd.DataFrame:
     need = {"trace", "strategy", "call", "hook", "kind", "estimate_before", "tokens_before"}
     if events.empty or not need <= set(events.columns):
         return pd.DataFrame(columns=[*need, "ratio", "late"])
-    first = ~economics.chained(events) if "tokens_after" in events else True
-    e = events[first & (pd.to_numeric(events.tokens_before, errors="coerce").fillna(0) > 0)]
-    return economics.trigger_gaps(e, win) if len(e) else pd.DataFrame(columns=[*need, "ratio", "late"])
+    gaps = economics.trigger_gaps(events, win)  # drops chained events, in full record order
+    return gaps[pd.to_numeric(gaps.tokens_before, errors="coerce").fillna(0) > 0]
 
 
 def estimator(gaps: pd.DataFrame, calls: pd.DataFrame, win: int) -> pd.DataFrame:
