@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: setup bench bench-real tune test test-slow perf lint clean
+.PHONY: setup bench bench-real tune test test-slow perf perf-scale fuzz lint clean
 
 setup: $(STAMP)
 
@@ -38,6 +38,18 @@ test-slow: setup
 
 perf: setup
 	$(BIN)/python -m bench.perf
+
+# Memory and throughput of a big synthetic run (not a test): SCALE="1000 10000" traces.
+SCALE ?= 1000 10000
+perf-scale: setup
+	$(BIN)/python -m bench.perf_scale --traces $(SCALE)
+
+# Every registered importer fed FUZZ_VARIANTS mutated files (seeded from ../shared/traces when there, else
+# from our fixtures), each read, written natively and replayed; fails on a crash, hang or unnamed error.
+FUZZ_VARIANTS ?= 2000
+FUZZ_SEED ?= 0
+fuzz: setup
+	$(BIN)/python -m tests.traces.fuzz_campaign --variants $(FUZZ_VARIANTS) --seed $(FUZZ_SEED)
 
 lint: setup
 	$(BIN)/ruff check bench strategies traces reports tests

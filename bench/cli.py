@@ -9,13 +9,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-def _run(args: argparse.Namespace) -> int:
-    from bench.runner import RunConfig, format_fidelity, format_summary, run
+def _config(args: argparse.Namespace):
+    """The bench.runner.RunConfig of a `run` (or `plan`) command line."""
+    from bench.runner import RunConfig
 
-    config = RunConfig(
+    return RunConfig(
         traces=tuple(args.traces or ()),
         strategies=tuple(s for group in (args.strategies or ()) for s in group.split()),
         model=args.model,
+        truth=args.truth,
+        prices=tuple(args.prices or ()),
         summarizer=args.summarizer,
         summarizer_model=args.summarizer_model,
         seed=args.seed,
@@ -30,28 +33,95 @@ def _run(args: argparse.Namespace) -> int:
         if args.summarizer == "anthropic" and args.summarizer_model else {},
         probe=args.probe,
         probe_model=args.probe_model,
+        **_scale_options(args),
     )
-    output = run(config, progress=not args.quiet)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bench.runner import format_fidelity, format_summary, run
+
+    output = run(_config(args), progress=not args.quiet)
     for note in output.notes:
         print(f"note: {note}", file=sys.stderr)
     if output.skipped:
         print(f"skipped {output.skipped} bad records (--lenient)", file=sys.stderr)
+    if output.errors and len(output.errors) == len(output.table):  # nothing to score, report or recommend
+        for trace, strategy, error in output.errors:
+            print(f"error: {trace} × {strategy}: {error}", file=sys.stderr)
+        print(f"compaction-bench: every task failed ({len(output.errors)}); no report → {output.run_dir}/",
+              file=sys.stderr)
+        return 1
     print(format_summary(output.summary))
     fidelity = format_fidelity(output.table)
     if fidelity:
-        print("\nFidelity: the matching strategy, driven by the recorded usage, vs the real agent's first compaction")
+        print("\nFidelity: the matching strategy, on provider counts (undriven) vs the real agent's first compaction")
         print(fidelity)
-    print(f"\n{len(output.results)} tasks ({output.resumed} resumed) → {output.run_dir}/")
+    print(f"\n{output.tasks} tasks ({output.resumed} resumed) → {output.run_dir}/")
+    if output.stopped:
+        print(f"stopped: {output.stopped}", file=sys.stderr)
+    from bench.verdict import decide
+
+    verdict = decide(output.table, args.objective)
+    print(f"\nverdict: {verdict.sentence}")
     if not args.no_report:
         try:
             from reports import render
         except ImportError:
             pass
         else:
-            print(f"report: {render(output.run_dir)}")
-    for r in output.errors:
-        print(f"error: {r.trace} × {r.strategy}: {r.error}", file=sys.stderr)
+            print(f"report: {render(output.run_dir, objective=args.objective, self_contained=args.self_contained)}")
+    if args.no_report or not (output.run_dir / "verdict.json").exists():
+        from bench.store import atomic_write
+
+        atomic_write(output.run_dir / "verdict.json", verdict.to_json() + "\n")
+    for trace, strategy, error in output.errors:
+        print(f"error: {trace} × {strategy}: {error}", file=sys.stderr)
     return 1 if output.errors else 0
+
+
+def _scale_options(args: argparse.Namespace) -> dict:
+    """The run options of bench.runner.RunConfig for big runs (executor, shard, detail, exports, budget)."""
+    return {"executor": args.executor, "ray_address": args.ray_address, "shard": args.shard,
+            "detail": args.detail, "csv": args.csv, "max_cost": args.max_cost}
+
+
+def _add_scale_options(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--executor", choices=("local", "process", "ray"), default="process",
+                   help="where tasks run: this process, a process pool of --workers (default) or Ray")
+    r.add_argument("--ray-address", default=None,
+                   help="an existing Ray cluster (default: RAY_ADDRESS, else a local one with --workers CPUs)")
+    r.add_argument("--shard", default=None, metavar="I/N",
+                   help="run only shard I of N (split by trace hash); join shards with `compaction-bench merge`")
+    r.add_argument("--detail", choices=("summary", "calls", "full"), default="full",
+                   help="what is kept: results only, + the per-call ledger, + events, probes and summaries")
+    r.add_argument("--csv", choices=("auto", "yes", "no"), default="auto",
+                   help="CSV/JSONL exports beside the Parquet store (auto: runs of up to 5,000 tasks)")
+    r.add_argument("--max-cost", type=float, default=None, metavar="USD",
+                   help="stop before a paid-API run (--summarizer anthropic) spends more than this")
+
+
+def _export(args: argparse.Namespace) -> int:
+    from bench.store import DETAIL, export, read_plan
+
+    run_dir = Path(args.run_dir)
+    read_plan(run_dir)
+    for path in export(run_dir, tuple(t for t in DETAIL["full"] if t != "results")):
+        print(path)
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from bench.merge import merge_runs
+
+    print(f"merged {len(args.runs)} runs → {merge_runs(Path(args.out), [Path(r) for r in args.runs])}/")
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from bench.planner import estimate, format_estimate
+
+    print(format_estimate(estimate(_config(args), sample=args.sample)))
+    return 0
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -61,7 +131,8 @@ def _list(args: argparse.Namespace) -> int:
         for name in strategies.names():
             strategy = strategies.build(name)
             params = ", ".join(f"{k}={v!r}" for k, v in strategy.params().items())
-            print(f"{name}\n    {type(strategy).citation}\n    {params}")
+            doc = next((line.strip() for line in (type(strategy).__doc__ or "").splitlines() if line.strip()), "")
+            print(f"{name:28} {doc}\n    {type(strategy).citation}\n    {params}")
     elif args.what == "models":
         from bench.pricing import price_table
 
@@ -71,8 +142,9 @@ def _list(args: argparse.Namespace) -> int:
     elif args.what == "scenarios":
         from traces.scenarios import DEFAULT_BENCH, SCENARIOS
 
-        for name in SCENARIOS:
-            print(f"{name}{'  (default)' if name in DEFAULT_BENCH else ''}")
+        for name, spec in SCENARIOS.items():
+            print(f"{name:14} ~{spec.tokens / 1000:,.0f}K tokens, {spec.turns} human turns  {spec.description}"
+                  f"{'  (default)' if name in DEFAULT_BENCH else ''}")
     return 0
 
 
@@ -105,7 +177,8 @@ def _report(args: argparse.Namespace) -> int:
     from reports import render
 
     run_dir = Path(args.run_dir)
-    missing = [name for name in ("run.json", "results.csv", "calls.csv") if not (run_dir / name).is_file()]
+    missing = [name for name in ("run.json", "results.csv", "calls.csv") if not (run_dir / name).is_file()
+               and not (name == "calls.csv" and (run_dir / "data" / "plan.parquet").is_file())]
     if missing:
         raise ValueError(f"{run_dir}: not a finished run folder (no {', '.join(missing)}); "
                          "`compaction-bench run --name NAME` writes one to out/NAME/")
@@ -113,7 +186,62 @@ def _report(args: argparse.Namespace) -> int:
         json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     except ValueError as e:
         raise ValueError(f"{run_dir / 'run.json'}: bad JSON ({e})") from None
-    print(render(run_dir))
+    failed = _failed_tasks(run_dir)
+    if failed is not None:
+        print(f"compaction-bench: {run_dir}: nothing to show: {failed}", file=sys.stderr)
+        return 1
+    print(render(run_dir, objective=args.objective, self_contained=args.self_contained))
+    return 0
+
+
+def _failed_tasks(run_dir: Path) -> str | None:
+    """Why a run folder has no result to show (no task, or every task failed), else None."""
+    import pandas as pd
+
+    try:
+        results = pd.read_csv(run_dir / "results.csv", keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        results = pd.DataFrame()
+    if results.empty:
+        return "the run has no task"
+    errors = results.error.astype(str) if "error" in results else pd.Series("", index=results.index)
+    if (errors != "").all():
+        first = f"{results.trace.iloc[0]} × {results.strategy.iloc[0]}: {errors.iloc[0]}"
+        return f"every task failed ({len(results)}); the first: {first}"
+    return None
+
+
+RUN_EXAMPLES = """examples:
+  compaction-bench run --name bench --seeds 3                    every strategy on the default scenarios
+  compaction-bench run --strategies none codex opencode --traces ../shared/traces --name real
+  compaction-bench run --strategies none 'codex@limit_fraction=0.5|0.7|0.9' --name tune
+      a sweep: `|` lists the values to try for one parameter (quote it for the shell);
+      'a@x=1|2,y=3|4' runs every combination
+  compaction-bench run --strategies none ./mine.py:Mine --objective 'retention>=0.9,min-cost'
+      your own class from a file (`compaction-bench new-strategy mine` writes one)
+"""
+OBJECTIVE_HELP = ("what to recommend (verdict.json, the report's first sentence): a goal min-cost | max-retention "
+                  "| min-<metric> | max-<metric> and constraints such as overflows=0, retention>=0.75, "
+                  "retention>=none-0.05, cost<=1.5 (per trace), comma-separated; overflows=0 is implied unless "
+                  "given (default: %(default)s = overflows=0,retention>=none-0.05,min-cost)")
+
+
+def _show(args: argparse.Namespace) -> int:
+    from bench.show import context_at, format_diff, format_shown
+
+    shown = context_at(args.run_dir, args.trace, args.strategy, args.call)
+    if args.diff:
+        print(format_diff(shown, context_at(args.run_dir, args.trace, args.diff, args.call)))
+    else:
+        print(format_shown(shown))
+    return 0
+
+
+def _new_strategy(args: argparse.Namespace) -> int:
+    from compaction_bench.scaffold import write
+
+    for path in write(args.name, args.dir):
+        print(f"wrote {path}")
     return 0
 
 
@@ -121,12 +249,20 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="compaction-bench", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("run", help="replay traces through strategies and score them")
+    r = sub.add_parser("run", help="replay traces through strategies and score them",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EXAMPLES)
     r.add_argument("--traces", nargs="+", metavar="SOURCE",
                    help="files, folders, globs, hf:owner/name or synthetic:<scenario> (default: the bench scenarios)")
     r.add_argument("--strategies", nargs="+", metavar="SPEC",
                    help="names, name@key=value,... or module:Class (default: every registered strategy)")
-    r.add_argument("--model", default="claude-sonnet-4-5", help="model id priced in bench/data/prices.toml")
+    r.add_argument("--model", default="claude-sonnet-4-5",
+                   help="model id priced in bench/data/prices.toml, or 'recorded': each trace as the model it "
+                        "recorded, call by call (synthetic ones as claude-sonnet-4-5)")
+    r.add_argument("--prices", action="append", metavar="FILE",
+                   help="a TOML price file (bench/data/prices.toml's schema) for models it does not know")
+    r.add_argument("--truth", choices=("provider", "cl100k", "anthropic"), default="provider",
+                   help="token counts: provider (recorded usage, else calibrated per family; default), cl100k, "
+                        "or anthropic (the count-tokens endpoint, ANTHROPIC_API_KEY, cached on disk)")
     r.add_argument("--summarizer", default="extractive",
                    help="extractive (offline, the default), recorded (a real trace's own summaries) or anthropic")
     r.add_argument("--summarizer-model", default=None,
@@ -144,8 +280,25 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--name", default="run", help="run name: results go to OUT/NAME/")
     r.add_argument("--out", default="out")
     r.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    r.add_argument("--objective", default="default", help=OBJECTIVE_HELP)
+    r.add_argument("--self-contained", action="store_true", help="embed the charts in report.html (one file)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_scale_options(r)
     r.set_defaults(fn=_run)
+
+    pl = sub.add_parser("plan", parents=[r], add_help=False, conflict_handler="resolve",
+                        help="count a run's tasks and estimate its time and output size (a short calibration)")
+    pl.add_argument("--sample", type=int, default=2, help="traces replayed to calibrate (default 2)")
+    pl.set_defaults(fn=_plan)
+
+    ex = sub.add_parser("export", help="write calls.csv, events.jsonl, ... of a run from its Parquet store")
+    ex.add_argument("run_dir")
+    ex.set_defaults(fn=_export)
+
+    mg = sub.add_parser("merge", help="join the outputs of shard runs (--shard i/N) into one run folder")
+    mg.add_argument("runs", nargs="+", help="the shard run folders")
+    mg.add_argument("--out", required=True, help="the merged run folder")
+    mg.set_defaults(fn=_merge)
 
     ls = sub.add_parser("list", help="list strategies, models or scenarios")
     ls.add_argument("what", choices=("strategies", "models", "scenarios"))
@@ -159,7 +312,28 @@ def parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="render report.html and PNG charts for a finished run")
     rp.add_argument("run_dir")
+    rp.add_argument("--objective", default="default", help=OBJECTIVE_HELP)
+    rp.add_argument("--self-contained", action="store_true", help="embed the charts in report.html (one file)")
     rp.set_defaults(fn=_report)
+
+    sh = sub.add_parser("show", help="the context a strategy sent at one call (replays that one task again)",
+                        epilog="example: compaction-bench show out/bench --trace short-0 --strategy codex --call 12 "
+                               "--diff opencode")
+    sh.add_argument("run_dir")
+    sh.add_argument("--trace", required=True, help="trace id, as in the report's per-trace tables")
+    sh.add_argument("--strategy", required=True, help="strategy label, as in the report")
+    sh.add_argument("--call", type=int, required=True, help="agent call index (the x axis of context_over_calls)")
+    sh.add_argument("--diff", metavar="STRATEGY2", help="show what STRATEGY2 sent differently at the same call")
+    sh.set_defaults(fn=_show)
+
+    ns = sub.add_parser("new-strategy", help="write a commented strategy skeleton NAME.py and its test")
+    ns.add_argument("name")
+    ns.add_argument("--dir", default=".", help="where to write them (default: the current directory)")
+    ns.set_defaults(fn=_new_strategy)
+
+    from bench.fidelity_command import add_parser as add_fidelity
+
+    add_fidelity(sub)
     return p
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import is_not
 
 from bench.tokens import TokenCounter
 from traces.model import Message
@@ -19,6 +21,9 @@ class Meter:
 
     counter: TokenCounter
     estimator: str = "chars/4"
+    overhead: int = 0
+    """Provider tokens sent with every request that no message carries (system prompt, tool
+    schemas: ``bench.attribution``); part of every Context's ``truth``, so no strategy can drop it."""
 
     def estimate(self, m: Message) -> int:
         return self.counter.estimate(m, self.estimator)
@@ -31,7 +36,7 @@ class Meter:
         return Context(
             msgs,
             sum(self.estimate(m) for m in msgs),
-            sum(self.truth(m) for m in msgs),
+            self.overhead + sum(self.truth(m) for m in msgs),
             self,
         )
 
@@ -42,7 +47,7 @@ class Context:
     estimate: int
     """Sum of the strategy's own estimate over the messages (what the agent believes)."""
     truth: int
-    """Sum of tokenizer counts (what the provider would bill)."""
+    """Sum of tokenizer counts plus the meter's fixed overhead (what the provider would bill)."""
     meter: Meter = field(compare=False, repr=False)
 
     def __len__(self) -> int:
@@ -56,9 +61,36 @@ class Context:
             self.meter,
         )
 
+    def with_meter(self, meter: Meter) -> Context:
+        """The same messages under another meter (the overhead changed: a model switch)."""
+        return Context(self.messages, self.estimate, self.truth - self.meter.overhead + meter.overhead, meter)
+
     def replace(self, messages: Iterable[Message]) -> Context:
-        """A new context with these messages (counts come from the shared cache)."""
-        return self.meter.context(messages)
+        """A new context with these messages (counts come from the shared cache).
+
+        Totals move by the difference: only the messages that are not the same object at the same
+        position (found at C speed) are counted, so an edit of a few messages costs a few lookups.
+        """
+        new = tuple(messages)
+        old = self.messages
+        if len(new) >= len(old):
+            changed = [*compress(range(len(old)), map(is_not, old, new)), *range(len(old), len(new))]
+            gone = [old[i] for i in changed if i < len(old)]
+            came = [new[i] for i in changed]
+        else:  # fewer messages: count what lies between the common head and the common tail
+            n = len(new)
+            head = next(compress(range(n), map(is_not, old, new)), n)
+            tail = next(compress(range(n - head), map(is_not, reversed(old), reversed(new))), n - head)
+            gone, came = old[head:len(old) - tail], new[head:n - tail]
+        if len(gone) + len(came) > len(new):
+            return self.meter.context(new)
+        est, tok = self.meter.estimate, self.meter.truth
+        return Context(
+            new,
+            self.estimate + sum(map(est, came)) - sum(map(est, gone)),
+            self.truth + sum(map(tok, came)) - sum(map(tok, gone)),
+            self.meter,
+        )
 
     def est(self, m: Message) -> int:
         return self.meter.estimate(m)

@@ -20,6 +20,7 @@ import pandas as pd
 
 from bench.metrics import Metric
 from bench.stats import QUANTILES, percentiles
+from bench.validity import EVENT_KIND as INVALID
 
 BASELINE = "none"
 METRICS: tuple[Metric, ...] = (
@@ -124,6 +125,7 @@ def trigger_gaps(events: pd.DataFrame, window: int) -> pd.DataFrame:
     Events that continue an outcome (``chained``) are left out: their estimate and truth describe
     different contexts (a reinject after a summary would read as a 30x over-count).
     """
+    events = events[events.kind != INVALID] if "kind" in events else events  # the replay's flag, not an action
     events = events[~chained(events)] if "tokens_after" in events else events
     e = events[[*KEYS, "call", "hook", "kind", "estimate_before", "tokens_before"]].copy()
     e["ratio"] = _ratio(e.estimate_before.astype(float), e.tokens_before.astype(float))

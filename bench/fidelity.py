@@ -28,7 +28,7 @@ from traces.model import Trace, Usage
 
 MATCHING_STRATEGY = {
     "claude-code": "claude-code", "codex": "codex", "opencode": "opencode", "cline": "cline:sdk",
-    "openhands": "openhands",
+    "openhands": "openhands", "gemini-cli": "gemini-cli", "copilot-cli": "copilot-cli",
 }
 """Recorded agent (``Trace.agent``) → the registry strategy that re-implements its compaction."""
 
@@ -41,6 +41,15 @@ COLUMNS = (
 
 
 _PAUSE, _COUNT = "_recorded_usage_paused_until", "_recorded_usage_compactions"
+
+
+def matching_strategy(trace: Trace) -> str | None:
+    """The registry strategy that re-implements the trace's agent at the version it recorded
+    (``strategies.versions``); ``MATCHING_STRATEGY`` for agents that table does not know."""
+    from strategies.versions import matching_strategy as by_version
+
+    version = trace.meta.get("version") or trace.meta.get("cli_version")
+    return by_version(trace.agent, version if isinstance(version, str) else None) or MATCHING_STRATEGY.get(trace.agent)
 
 
 def recorded_calls(trace: Trace) -> tuple[int, ...]:
@@ -165,17 +174,19 @@ def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | N
     replayed = [e for e in result.events if e.kind in COMPACTION_KINDS]
     sent = {c.call: c.prompt_tokens for c in result.calls if c.kind == "agent"}
     system = counter.truth(msgs[0]) if msgs and msgs[0].role == "system" else 0
+    attribution = counter.attribution(trace.id)  # provider units: the recorded sides get the overhead too
     rows = []
     for k, rc in enumerate(trace.compactions):
         start = rc.message_index
         since = trace.compactions[k - 1].message_index if k else 0
         held = msgs[since:start]
-        pre_truth = sum(counter.truth(m) for m in held) + (system if since > 0 else 0)
         recorded_call = sum(1 for i in answers if i < start)
+        overhead = attribution.overhead_at(recorded_call) if attribution is not None else 0
+        pre_truth = sum(counter.truth(m) for m in held) + (system if since > 0 else 0) + overhead
         before = [msgs[i] for i in answers if i < start and msgs[i].usage is not None]
         after = next((i for i in answers if i >= start), len(msgs))
         next_usage = msgs[after].usage if after < len(msgs) else None
-        post = system + sum(counter.truth(m) for m in msgs[start:after])
+        post = system + sum(counter.truth(m) for m in msgs[start:after]) + overhead
         row: dict[str, Any] = {
             "trace": trace.id, "strategy": result.strategy, "compaction": k, "trigger": rc.trigger,
             "recorded_call": recorded_call, "recorded_pre_tokens": rc.pre_tokens,
@@ -206,7 +217,7 @@ def check_trace(trace: Trace, config: ReplayConfig, *, counter: TokenCounter | N
     """Fidelity rows for a trace against its agent's matching strategy ([] when there is none)."""
     import strategies
 
-    name = MATCHING_STRATEGY.get(trace.agent)
+    name = matching_strategy(trace)
     if not trace.compactions or name is None or name not in strategies.names():
         return []
     counter = counter or TokenCounter()

@@ -7,12 +7,13 @@ the printed table, the report's arrows and the README glossary come from ``METRI
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from bench.records import TaskResult
+from bench.records import CallRecord, EventRecord, TaskResult, columns
+from bench.validity import EVENT_KIND as INVALID
 
 COMPACTION_KINDS = ("summarize", "handoff")
 BASELINE = "none"
@@ -40,6 +41,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("events", "count", None, "All strategy events (prune, truncate, mask, drop, dedup, summarize, ...)."),
     Metric("overflows", "calls", True,
            "Agent calls whose prompt still did not fit the model's window after the strategy's reactive path."),
+    Metric("invalid_requests", "calls", True,
+           "Agent calls whose request the API would reject (a tool result without its call or a call without "
+           "its result, a reused tool id, an empty message): recorded, with an `invalid` event saying why."),
     Metric("cost", "USD", True,
            "Dollars with the prompt cache (reads, 5-min writes, uncached input, output, summarizer calls)."),
     Metric("cost_no_cache", "USD", True, "Dollars had every prompt token been billed at the plain input rate."),
@@ -66,7 +70,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("hidden_overflows", "calls", True,
            "Agent calls the strategy's estimate said fit the window while the truth did not."),
     Metric("fidelity_call_delta", "calls", None,
-           "For a real trace with a recorded compaction and the matching strategy, driven by the recorded usage: "
+           "For a real trace with a recorded compaction and the matching strategy, replayed on provider counts: "
            "replayed minus recorded call of the first compaction (0 = fired where the real agent did)."),
     Metric("false_economy", "flag", True,
            "Bills fewer input tokens than `none` on the same trace but costs more dollars "
@@ -76,15 +80,19 @@ METRIC_BY_NAME = {m.name: m for m in METRICS}
 
 
 def frames(results: Iterable[TaskResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(calls, events) as DataFrames from the raw records."""
+    """(calls, events) as DataFrames from the raw records (flat columns, no deep copies)."""
     results = list(results)
-    calls = pd.DataFrame([asdict(c) for r in results for c in r.calls])
-    events = pd.DataFrame([asdict(e) for r in results for e in r.events])
+    calls = _frame([c for r in results for c in r.calls], CallRecord)
+    events = _frame([e for r in results for e in r.events], EventRecord)
     if calls.empty:
         calls = pd.DataFrame(columns=["trace", "strategy", "call", "kind", "prompt_tokens", "cost"])
     if events.empty:
         events = pd.DataFrame(columns=["trace", "strategy", "call", "kind"])
     return calls, events
+
+
+def _frame(records: list, cls: type) -> pd.DataFrame:
+    return pd.DataFrame(columns(records, cls)) if records else pd.DataFrame()
 
 
 FIDELITY_COLUMNS = ("recorded_call", "replayed_call", "call_delta", "recorded_pre_tokens", "recorded_pre_truth",
@@ -126,42 +134,67 @@ def _scores(r: TaskResult, agent: pd.DataFrame, events: pd.DataFrame, window: in
     return out
 
 
-def results_table(results: Iterable[TaskResult], *, window: int | None = None) -> pd.DataFrame:
-    """One row per (trace, strategy) with every metric in METRICS (``window`` for hidden overflows)."""
-    results = list(results)
-    calls, events = frames(results)
-    rows = []
-    for r in results:
-        c = calls[(calls.trace == r.trace) & (calls.strategy == r.strategy)]
-        agent = c[c.kind == "agent"]
-        summ = c[c.kind == "summarizer"]
-        e = events[(events.trace == r.trace) & (events.strategy == r.strategy)]
-        prompt = int(c.prompt_tokens.sum())
-        cost = float(c.cost.sum())
-        rows.append({
-            "trace": r.trace,
-            "strategy": r.strategy,
-            "calls": len(agent),
-            "input_tokens": prompt,
-            "peak_context": int(agent.prompt_tokens.max()) if len(agent) else 0,
-            "mean_context": float(agent.prompt_tokens.mean()) if len(agent) else 0.0,
-            "compactions": int(e.kind.isin(COMPACTION_KINDS).sum()),
-            "events": len(e),
-            "overflows": int(agent.overflow.sum()) if len(agent) else 0,
-            "cost": cost,
-            "cost_no_cache": float(c.cost_no_cache.sum()) if len(c) else 0.0,
-            "cache_hit_rate": float(c.cache_read.sum() / prompt) if prompt else 0.0,
-            "prefix_breaks": int(agent.prefix_break.sum()) if len(agent) else 0,
-            "unseen_references": int(agent.unseen_refs.sum()) if len(agent) and "unseen_refs" in agent else 0,
-            "summarizer_cost_share": float(summ.cost.sum() / cost) if cost else 0.0,
-            "failed": r.failed or "",
-            "error": r.error or "",
-            **_scores(r, agent, e, window),
-        })
-    table = pd.DataFrame(rows)
+def task_row(r: TaskResult, window: int | None = None) -> dict[str, object]:
+    """One task's metrics from its own rows (run in the worker: no scan of other tasks' rows).
+
+    Missing values are None or NaN (never ``pd.NA``), so the row stores as is in Parquet.
+    """
+    c = _frame(r.calls, CallRecord)
+    if c.empty:
+        c = pd.DataFrame({k: pd.Series(dtype=t) for k, t in (("kind", object), ("prompt_tokens", "int64"),
+                                                              ("cost", float), ("cost_no_cache", float),
+                                                              ("cache_read", "int64"))})
+    agent = c[c.kind == "agent"]
+    summ = c[c.kind == "summarizer"]
+    e = _frame([x for x in r.events if x.kind != INVALID], EventRecord)  # the replay's flag, not an action
+    if e.empty:
+        e = pd.DataFrame(columns=["trace", "strategy", "call", "kind"])
+    prompt = int(c.prompt_tokens.sum())
+    cost = float(c.cost.sum())
+    row = {
+        "trace": r.trace,
+        "strategy": r.strategy,
+        "calls": len(agent),
+        "input_tokens": prompt,
+        "peak_context": int(agent.prompt_tokens.max()) if len(agent) else 0,
+        "mean_context": float(agent.prompt_tokens.mean()) if len(agent) else 0.0,
+        "compactions": int(e.kind.isin(COMPACTION_KINDS).sum()),
+        "events": len(e),
+        "overflows": int(agent.overflow.sum()) if len(agent) else 0,
+        "invalid_requests": int((agent.invalid > 0).sum()) if len(agent) and "invalid" in agent else 0,
+        "cost": cost,
+        "cost_no_cache": float(c.cost_no_cache.sum()) if len(c) else 0.0,
+        "cache_hit_rate": float(c.cache_read.sum() / prompt) if prompt else 0.0,
+        "prefix_breaks": int(agent.prefix_break.sum()) if len(agent) else 0,
+        "unseen_references": int(agent.unseen_refs.sum()) if len(agent) and "unseen_refs" in agent else 0,
+        "summarizer_cost_share": float(summ.cost.sum() / cost) if cost else 0.0,
+        "failed": r.failed or "",
+        "error": r.error or "",
+        **_scores(r, agent, e, window),
+    }
+    if row["cliff_round"] is pd.NA:
+        row["cliff_round"] = None
+    elif row["cliff_round"] is not None:
+        row["cliff_round"] = int(row["cliff_round"])
+    return row
+
+
+NULLABLE_INT = ("cliff_round",)
+"""Integer columns that may be empty: kept integers (``Int64``) whatever the storage did to them."""
+
+
+def finish_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Task rows (``task_row``) → the results table: the paired columns against ``none``, in order.
+
+    Linear in tasks: one lookup of each trace's baseline, no per-task filtering.
+    """
+    table = rows.reset_index(drop=True)
     if table.empty:
         return table
-    base = table[table.strategy == BASELINE].set_index("trace")
+    for col in NULLABLE_INT:  # ints and pd.NA in an object column, as a frame of task rows has them
+        table[col] = pd.Series([pd.NA if v is None or pd.isna(v) else int(v) for v in table[col]],
+                               index=table.index, dtype=object)
+    base = table[table.strategy == BASELINE].drop_duplicates("trace", keep="last").set_index("trace")
     none_tokens = table.trace.map(base.input_tokens) if len(base) else pd.Series(np.nan, index=table.index)
     none_cost = table.trace.map(base.cost) if len(base) else pd.Series(np.nan, index=table.index)
     table["saving_vs_none"] = 1 - table.input_tokens / none_tokens
@@ -170,10 +203,21 @@ def results_table(results: Iterable[TaskResult], *, window: int | None = None) -
     return table[["trace", "strategy", *(m.name for m in METRICS), *fidelity, "failed", "error"]]
 
 
+def results_table(results: Iterable[TaskResult], *, window: int | None = None) -> pd.DataFrame:
+    """One row per (trace, strategy) with every metric in METRICS (``window`` for hidden overflows)."""
+    return finish_table(pd.DataFrame([task_row(r, window) for r in results]))
+
+
 def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
     """Totals over traces per strategy (the printed table), sorted by cost."""
     if table.empty:
         return table
+    # A task that raised has no numbers (zero calls, $0.00): it is counted under `errors`, never summed,
+    # and a strategy with any errored task sorts after every other one, never first.
+    errored = table.error.fillna("").astype(str) != "" if "error" in table else pd.Series(False, index=table.index)
+    errors = errored.groupby(table.strategy).sum()
+    all_strategies = errors.index
+    table = table[~errored]
     g = table.groupby("strategy")
     out = pd.DataFrame({
         "traces": g.size(),
@@ -190,9 +234,14 @@ def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
     })
     if table.llm_recall.notna().any():
         out["llm_recall"] = g.llm_recall.mean()
+    if "invalid_requests" in table and table.invalid_requests.any():  # only when there are some
+        out["invalid_requests"] = g.invalid_requests.sum()
     if BASELINE in out.index:
         out["saving_vs_none"] = 1 - out.input_tokens / out.loc[BASELINE, "input_tokens"]
-    return out.sort_values("cost").reset_index()
+    out = out.reindex(all_strategies)
+    out["errors"] = errors.astype(int)
+    out.index.name = "strategy"
+    return out.assign(_failed=out.errors > 0).sort_values(["_failed", "cost"]).drop(columns="_failed").reset_index()
 
 
 def glossary() -> str:

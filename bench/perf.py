@@ -1,77 +1,216 @@
-"""`make perf`: how long each strategy takes to replay, as ratios to `none` measured side by side.
+"""`make perf`: how far the harness is from its floor, and how each cost grows.
 
-These machines are noisy (20-40% run to run), so absolute seconds mean little: every round
-replays all strategies in a shuffled order on the same trace and the same shared token counts,
-and we report the median and IQR of each strategy's time divided by `none`'s time in that round.
-A line warns when a strategy's spread (std dev / mean) is 10% or more, as pyperf does.
+One run prints four measurements (CPU seconds, ``time.process_time``; the machine's load average
+is printed beside them, since these machines are shared):
 
-Also measured in the same run: a replay with the shared per-message token counts vs one that
-counts every message again (what sharing the counter saves).
+1. **Floor vs bench.** The floor is tokenizing the bench corpus once (every message of the
+   default scenarios, one thread). The bench is a ``make bench``-like run of the same corpus in
+   a child process (all strategies, metrics and files; no report); its CPU over the floor's is the
+   ratio the project aims to bring to 3x, then 1.5x.
+2. **Replay time by session length.** Each strategy replays ``long`` resized to each size (100K,
+   1M and 3M tokens by default) once, with the per-message counts and the per-trace shared state
+   already built (the first replay of each trace builds them: printed apart). The fitted exponent
+   is the slope of log time over log tokens (1 is linear); the target is at most 11x the time for
+   10x the length.
+3. **Aggregation** (``bench.metrics.results_table``) per 1,000 tasks of SWE-agent size, at two
+   dataset sizes, with the exponent between them.
+4. **Peak memory of a replay** (``tracemalloc``, what the replay allocates beyond the trace and its
+   counts) over the trace's text size in UTF-8 bytes; the target is under 2x.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
-import statistics
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
 import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import replace
 
 import strategies
 from bench.pricing import profile
+from bench.records import TaskResult
 from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter
+from bench.tokens import TokenCounter, Tokenizer, render
+from traces.model import Trace
+
+SIZES = (100_000, 1_000_000, 3_000_000)
+MEMORY_STRATEGIES = ("none", "swe-agent", "anthropic-clear-tool-uses", "codex", "tiered-placeholders")
+TARGET_TEN_X = 11.0
+"""Most time allowed for 10x the session length (linear, with 10% to spare)."""
 
 
-def _time(fn) -> float:
-    start = time.perf_counter()
+def cpu(fn: Callable[[], object]) -> float:
+    """CPU seconds ``fn`` takes in this process (all its threads)."""
+    start = time.process_time()
     fn()
-    return time.perf_counter() - start
+    return time.process_time() - start
+
+
+def exponent(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of log y over log x."""
+    lx, ly = [math.log(x) for x in xs], [math.log(max(y, 1e-9)) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    den = sum((a - mx) ** 2 for a in lx)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / den if den else float("nan")
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min) on {os.cpu_count()} cores"
+
+
+def corpus(seeds: int) -> list[Trace]:
+    """The traces ``make bench`` replays (the default scenarios, seeds 0 … seeds − 1)."""
+    from traces.scenarios import DEFAULT_BENCH
+    from traces.synthetic import generate
+
+    return [generate(s, seed) for s in DEFAULT_BENCH for seed in range(seeds)]
+
+
+def floor_vs_bench(seeds: int, run_bench: bool) -> None:
+    traces = corpus(seeds)
+    texts = [render(m) for t in traces for m in t.messages]
+    tokenizer = Tokenizer()
+    tokens = 0
+
+    def tokenize() -> None:
+        nonlocal tokens
+        tokens = sum(tokenizer.count(text) for text in texts)
+
+    floor = cpu(tokenize)
+    print(f"1. floor: {len(traces)} traces ({seeds} seed{'s' if seeds > 1 else ''} of each default scenario), "
+          f"{tokens:,} cl100k tokens tokenized once in {floor:.2f} s CPU (one thread)")
+    if not run_bench:
+        print("   bench: skipped (--no-bench)")
+        return
+    with tempfile.TemporaryDirectory(prefix="perf-") as out:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "bench", "run", "--name", "perf", "--out", out, "--seeds", str(seeds),
+             "--no-report", "--workers", "1", "--quiet"],
+            capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        print(f"   bench: failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
+        return
+    used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print(f"   bench (all strategies, seeds {seeds}, --workers 1, no report): {used:.1f} s CPU, {wall:.1f} s wall "
+          f"-> {used / floor:.1f}x the floor (target 3x, then 1.5x)")
+
+
+def scaling(names: list[str], sizes: tuple[int, ...], config: ReplayConfig) -> None:
+    from traces.synthetic import generate
+
+    print("\n2. replay CPU seconds by session length (long@tokens=N, seed 0; one replay each; shared state warm)")
+    seconds: dict[str, list[float]] = {n: [] for n in names}
+    actual: list[int] = []
+    for size in sizes:
+        trace = generate(f"long@tokens={size}", 0)
+        counter = TokenCounter()
+        counting = cpu(lambda trace=trace, counter=counter: counter.counts(trace.messages))
+        actual.append(sum(counter.counts(trace.messages)))
+        first = cpu(lambda trace=trace, counter=counter: replay(trace, strategies.build("none"), config,
+                                                                counter=counter))
+        for n in names:
+            seconds[n].append(cpu(lambda n=n, trace=trace, counter=counter: replay(
+                trace, strategies.build(n), config, counter=counter)))
+        print(f"   {size:>9,}: {actual[-1]:,} tokens, {len(trace.messages):,} messages, {trace.n_calls:,} calls; "
+              f"counted in {counting:.2f} s; first replay (builds the shared per-trace index) {first:.2f} s")
+    ten = [i for i in range(len(sizes)) for j in range(len(sizes)) if sizes[j] == 10 * sizes[i]]
+    pairs = [(i, sizes.index(10 * sizes[i])) for i in ten]
+    head = "".join(f"{s / 1e6:>8.1f}M" for s in sizes)
+    ten_head = "".join(f"  {sizes[i] // 1000}K->{sizes[j] // 1000}K" for i, j in pairs)
+    print(f"   {'strategy':34}{head} {'exponent':>9}{ten_head}")
+    worst: list[str] = []
+    for n in sorted(names, key=lambda n: -exponent(actual, seconds[n])):
+        k = exponent(actual, seconds[n])
+        ratios = [seconds[n][j] / max(seconds[n][i], 1e-9) for i, j in pairs]
+        flag = " over target" if any(r > TARGET_TEN_X for r in ratios) else ""
+        if flag:
+            worst.append(n)
+        cells = "".join(f"{s:9.3f}" for s in seconds[n])
+        print(f"   {n:34}{cells} {k:9.2f}" + "".join(f"{r:11.1f}x" for r in ratios) + flag)
+    print(f"   {len(names) - len(worst)} of {len(names)} strategies within {TARGET_TEN_X:g}x for 10x the length"
+          + (f"; over: {', '.join(worst)}" if worst else ""))
+
+
+def aggregation(tasks: tuple[int, ...], config: ReplayConfig) -> None:
+    from bench.metrics import results_table
+    from bench.probes import needle_observer
+    from traces.synthetic import generate
+
+    trace = generate("short", 0)
+    counter = TokenCounter()
+    counter.prime(trace.messages)
+    names = strategies.names()
+    base = [replay(trace, strategies.build(n), config, counter=counter, observers=(needle_observer(trace),))
+            for n in names]
+    calls = sum(len(r.calls) for r in base) / len(base)
+    timings = []
+    for n_tasks in tasks:
+        results = [_renamed(base[i % len(base)], f"t{i // len(base)}") for i in range(n_tasks)]
+        timings.append(cpu(lambda results=results: results_table(results)))
+    k = exponent(list(tasks), timings)
+    cells = ", ".join(f"{n:,} tasks {t:.2f} s ({t / n * 1000:.2f} s per 1,000)" for n, t in zip(tasks, timings,
+                                                                                                strict=True))
+    print(f"\n3. aggregation (bench.metrics.results_table) of synthetic tasks of SWE-agent size ('short': "
+          f"{calls:.0f} calls each, {len(names)} strategies per trace): {cells}; exponent {k:.2f}")
+
+
+def _renamed(r: TaskResult, trace: str) -> TaskResult:
+    """A copy of ``r`` as if it came from another trace (a dataset of many traces, cheaply)."""
+    return TaskResult(trace, r.strategy, [replace(c, trace=trace) for c in r.calls],
+                      [replace(e, trace=trace) for e in r.events], [replace(s, trace=trace) for s in r.summaries],
+                      [{**p, "trace": trace} for p in r.probes], list(r.fidelity), r.failed, r.error)
+
+
+def memory(names: list[str], size: int, config: ReplayConfig) -> None:
+    from traces.synthetic import generate
+
+    trace = generate(f"long@tokens={size}", 0)
+    counter = TokenCounter()
+    counter.prime(trace.messages)
+    text = sum(len(render(m).encode("utf-8")) for m in trace.messages)
+    print(f"\n4. peak memory of a replay over the trace's text ({size:,} tokens, {text / 1e6:.1f} MB of text; "
+          f"the first replay also builds the shared per-trace index)")
+    for n in names:
+        tracemalloc.start()
+        replay(trace, strategies.build(n), config, counter=counter)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        print(f"   {n:34} {peak / 1e6:8.1f} MB  {peak / text:5.2f}x" + ("  over 2x" if peak > 2 * text else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.perf", description=__doc__)
-    p.add_argument("--scenario", default="long")
-    p.add_argument("--rounds", type=int, default=5)
+    p = argparse.ArgumentParser(prog="python -m bench.perf", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seeds", type=int, default=1, help="seeds of the bench corpus (make bench uses 3)")
+    p.add_argument("--no-bench", action="store_true", help="skip the whole-bench run (the floor is still measured)")
+    p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="session lengths in tokens")
+    p.add_argument("--strategies", nargs="*", default=None, help="default: every registered strategy")
+    p.add_argument("--tasks", type=int, nargs=2, default=[250, 1_000], help="aggregation dataset sizes")
+    p.add_argument("--memory-size", type=int, default=1_000_000)
     p.add_argument("--model", default="claude-sonnet-4-5")
-    p.add_argument("--strategies", nargs="*", default=None)
     args = p.parse_args(argv)
 
-    from traces.synthetic import generate
-
-    trace = generate(args.scenario, seed=0)
     config = ReplayConfig(profile(args.model))
     names = args.strategies or strategies.names()
     if "none" not in names:
         names = ["none", *names]
-    counter = TokenCounter()
-    counting = _time(lambda: counter.counts(trace.messages))
-    rng = random.Random(0)
-    ratios: dict[str, list[float]] = {n: [] for n in names}
-    seconds: dict[str, list[float]] = {n: [] for n in names}
-    for _ in range(args.rounds):
-        order = names[:]
-        rng.shuffle(order)
-        times = {n: _time(lambda n=n: replay(trace, strategies.build(n), config, counter=counter)) for n in order}
-        for n in names:
-            seconds[n].append(times[n])
-            ratios[n].append(times[n] / times["none"])
-    fresh = [_time(lambda: replay(trace, strategies.build("none"), config, counter=TokenCounter()))
-             for _ in range(max(1, args.rounds // 2))]
-
-    print(f"trace {trace.id}: {len(trace.messages)} messages, {trace.n_calls} calls, "
-          f"{sum(counter.counts(trace.messages)):,} tokens; counted once in {counting:.2f} s")
-    print(f"{args.rounds} rounds, shuffled order; ratio = strategy time / none time in the same round\n")
-    print(f"{'strategy':32} {'median s':>9} {'ratio':>7} {'IQR':>15}  note")
-    for n in sorted(names, key=lambda n: statistics.median(ratios[n])):
-        r = sorted(ratios[n])
-        q1, q3 = (statistics.quantiles(r, n=4)[0], statistics.quantiles(r, n=4)[2]) if len(r) > 1 else (r[0], r[0])
-        s = seconds[n]
-        spread = statistics.stdev(s) / statistics.mean(s) if len(s) > 1 else 0.0
-        note = f"unstable: std dev {spread:.0%} of mean" if spread >= 0.10 else ""
-        print(f"{n:32} {statistics.median(s):9.3f} {statistics.median(r):7.2f} [{q1:5.2f}, {q3:5.2f}]  {note}")
-    shared = statistics.median(seconds["none"])
-    print(f"\nnone with shared counts {shared:.3f} s vs counting afresh {statistics.median(fresh):.3f} s "
-          f"(x{statistics.median(fresh) / shared:.1f})")
+    print(f"make perf: {load()}\n")
+    floor_vs_bench(args.seeds, not args.no_bench)
+    scaling(names, tuple(args.sizes), config)
+    aggregation(tuple(args.tasks), config)
+    memory([n for n in MEMORY_STRATEGIES if n in names], args.memory_size, config)
+    print(f"\nat the end: {load()}")
     return 0
 
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from itertools import compress
+from operator import is_not
 from typing import Any
 
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
@@ -86,10 +88,7 @@ def _rates(d: dict[str, Any], prefix: str = "") -> Rates:
     )
 
 
-@lru_cache(maxsize=1)
-def price_table() -> tuple[str, dict[str, ModelProfile]]:
-    """(table id, profiles by model id and alias) from bench/data/prices.toml."""
-    raw = tomllib.loads(resources.files("bench").joinpath("data/prices.toml").read_text(encoding="utf-8"))
+def _profiles(raw: dict[str, Any]) -> dict[str, ModelProfile]:
     table: dict[str, ModelProfile] = {}
     for model_id, d in raw["models"].items():
         p = ModelProfile(
@@ -105,19 +104,66 @@ def price_table() -> tuple[str, dict[str, ModelProfile]]:
         )
         for key in (model_id, *d.get("aliases", ())):
             table[key] = p
-    return raw["table_id"], table
+    return table
+
+
+@lru_cache(maxsize=1)
+def price_table() -> tuple[str, dict[str, ModelProfile]]:
+    """(table id, profiles by model id and alias) from bench/data/prices.toml."""
+    raw = tomllib.loads(resources.files("bench").joinpath("data/prices.toml").read_text(encoding="utf-8"))
+    return raw["table_id"], _profiles(raw)
+
+
+_EXTRA: dict[str, ModelProfile] = {}
+"""Profiles added with ``--prices FILE`` (``add_prices``); they take precedence over the bundled table."""
+
+
+def add_prices(path: str) -> list[str]:
+    """Read a TOML file of the bundled table's schema (``[models."id"]`` with provider, input,
+    output, cache_read, context_window, max_output, min_cache_prefix, ...) and price its models."""
+    from pathlib import Path
+
+    try:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        table = _profiles(raw)
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read the price file ({e.strerror})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{path}: not TOML ({e})") from None
+    except KeyError as e:
+        raise ValueError(f"{path}: a [models.\"id\"] entry lacks {e}; "
+                         "see bench/data/prices.toml for the schema") from None
+    _EXTRA.update(table)
+    return sorted(table)
+
+
+RECORDED = "recorded"
+"""``--model recorded``: each trace windowed and priced as the model it recorded (per call)."""
+DEFAULT_MODEL = "claude-sonnet-4-5"
+"""What a trace that records no model (a synthetic one) is run as under ``--model recorded``."""
+
+
+def profile_for(model_id: str, trace_model: str | None) -> ModelProfile:
+    """The run's model, or under ``recorded`` the trace's own (``DEFAULT_MODEL`` when it has none)."""
+    if model_id != RECORDED:
+        return profile(model_id)
+    return profile(trace_model if trace_model and trace_model != "<synthetic>" else DEFAULT_MODEL)
 
 
 def profile(model_id: str) -> ModelProfile:
     """The profile of an exact model id or alias; unknown ids are refused, never priced at $0."""
     _, table = price_table()
+    if model_id in _EXTRA:
+        return _EXTRA[model_id]
     if model_id in table:
         return table[model_id]
     import difflib
 
-    close = difflib.get_close_matches(model_id, list(table), n=3)
+    close = difflib.get_close_matches(model_id, [*table, *_EXTRA], n=3)
     hint = f" Did you mean {', '.join(close)}?" if close else ""
-    raise UnknownModelError(f"no price for model {model_id!r}.{hint} Known: {', '.join(sorted(table))}")
+    raise UnknownModelError(
+        f"no price for model {model_id!r}.{hint} Write its prices and window in a TOML file of the schema of "
+        f"bench/data/prices.toml and pass it with --prices FILE. Known: {', '.join(sorted(table))}")
 
 
 @dataclass(frozen=True)
@@ -221,7 +267,6 @@ def _common_prefix(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:
     n = min(len(a), len(b))
     if a[:n] == b[:n]:
         return n
-    i = 0
-    while i < n and (a[i] is b[i] or a[i] == b[i]):
-        i += 1
-    return i
+    # only the positions holding different objects are compared in Python (a masked view differs
+    # from the last request in a few messages, not in all of them)
+    return next((i for i in compress(range(n), map(is_not, a, b)) if a[i] != b[i]), n)

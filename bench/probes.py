@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -116,6 +117,31 @@ class _TextCache:
         return hit[1]
 
 
+class _PerTrace:
+    """What every replay of one trace can share: normalized texts and the derived needles."""
+
+    def __init__(self) -> None:
+        self.texts = _TextCache()
+        self.derived: tuple[Needle, ...] | None = None
+
+
+_SHARED: OrderedDict[int, tuple[Trace, _PerTrace]] = OrderedDict()
+_KEEP = 4
+"""Traces whose shared state is kept (a run replays every strategy of a trace before the next)."""
+
+
+def _shared(trace: Trace) -> _PerTrace:
+    hit = _SHARED.get(id(trace))
+    if hit is not None and hit[0] is trace:
+        _SHARED.move_to_end(id(trace))
+        return hit[1]
+    shared = _PerTrace()
+    _SHARED[id(trace)] = (trace, shared)
+    while len(_SHARED) > _KEEP:
+        _SHARED.popitem(last=False)
+    return shared
+
+
 def _tokens_after_match(needle: Needle, ctx: Context, texts: Sequence[str]) -> int | None:
     """Truth tokens after the last message holding the answer (its distance from the end)."""
     after = 0
@@ -162,14 +188,17 @@ def needle_observer(
     are scored too. Use one observer per replay: it counts compaction rounds as it is called.
     """
     source = "planted"
+    shared = _shared(trace)
     if needles is None:
         needles = trace.needles
         if not needles:
-            from bench.derived_probes import derive_needles
+            if shared.derived is None:
+                from bench.derived_probes import derive_needles
 
-            needles, source = derive_needles(trace), "derived"
+                shared.derived = tuple(derive_needles(trace))
+            needles, source = shared.derived, "derived"
     state: dict[str, Any] = {"round": 0, "timeline": None}
-    text_of = _TextCache()
+    text_of = shared.texts
 
     def observe(moment: str, call: int, ctx: Context) -> list[dict]:
         if moment == "compaction":

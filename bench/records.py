@@ -7,14 +7,17 @@ results.csv, run.json carry ``schema_version``):
   1. first version.
   2. summaries.jsonl: ``max_tokens``, the output budget each summary was given.
   3. calls.csv: ``unseen_refs``, the re-read proxy.
+  4. calls.csv: ``invalid``, problems the API would reject in the request (bench/validity.py).
+  5. the task store is Parquet under data/ (bench/store.py), not one JSON file per task; the CSV
+     and JSONL files are exports of it, unchanged.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,9 @@ class CallRecord:
     unseen_refs: int = 0
     """Tool calls of the recorded answer that relied on something the session had shown but this
     request no longer held (bench/references.py); 0 for summarizer rows."""
+    invalid: int = 0
+    """Problems the API would reject in this request (orphan tool result or call, reused id, empty
+    message); the replay sends nothing silently: an ``invalid`` event names them."""
 
 
 @dataclass(frozen=True)
@@ -93,3 +99,8 @@ class TaskResult:
     """Why the session ended early (a strategy's circuit breaker), if it did."""
     error: str | None = None
     """A harness-side error (bad trace, strategy exception); the other tasks still finish."""
+
+
+def columns(records: list[Any], cls: type) -> dict[str, list[Any]]:
+    """Flat records as one list per field, in field order: no per-record dict, no deep copy."""
+    return {f.name: [getattr(r, f.name) for r in records] for f in fields(cls)}

@@ -10,20 +10,30 @@ file, re-run the search) before it could make that call. `none` sends everything
 
 Exact substrings of the rendered messages, like needle retention: an upper bound on what the
 agent could use, and a lower bound on the re-reads a live agent would need.
+
+Linear in the session: where each reference occurs in the recorded history is searched once per
+trace (``RecordedIndex``, shared by every strategy replayed over it) and only over the messages
+added since the last search for it; what a strategy wrote itself is searched the same way.
 """
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from bench.tokens import render
-from traces.model import Message, ToolUse
+from traces.model import Message, ToolUse, Trace
 
 PATH_KEYS = ("file_path", "path", "filePath", "filename", "file", "target_file", "notebook_path")
 EDIT_KEYS = ("old_string", "old_str", "old_text", "oldString")
 """Edit inputs that quote the text being replaced (Claude Code, OpenHands, ours, OpenCode)."""
 MIN_QUOTE = 16
 """A quoted line shorter than this (a brace, `return x`) proves nothing about what was seen."""
+_WORD = re.compile(r"[A-Za-z0-9_]{6,}")
+"""Runs of word characters indexed per message: long enough to be selective, cheap to find."""
+_RUN = re.compile(r"[A-Za-z0-9_]+")
 
 
 def references(use: ToolUse) -> tuple[str, ...]:
@@ -38,45 +48,143 @@ def references(use: ToolUse) -> tuple[str, ...]:
     return tuple(refs)
 
 
+class RecordedIndex:
+    """Where each reference occurs in one recorded session: shared by every replay of the trace.
+
+    The recorded history only grows and is the same for every strategy, so each reference's
+    search resumes where it stopped (``_found``: messages searched so far, positions holding it)
+    and each message is rendered once.
+    """
+
+    _SHARED: OrderedDict[int, tuple[Trace, RecordedIndex]] = OrderedDict()
+    _KEEP = 4
+    """Traces whose index is kept (a run replays all strategies of one trace before the next)."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.texts: list[str] = []
+        self._words: dict[str, list[int]] = {}
+        """Word → positions of the messages holding it as a whole word (an inverted index)."""
+        self._found: dict[str, tuple[int, list[int]]] = {}
+        self._refs: dict[int, tuple[Message, list[tuple[str, ...]]]] = {}
+
+    @classmethod
+    def of(cls, trace: Trace) -> RecordedIndex:
+        """The index of ``trace``, shared with the other replays of the same trace object."""
+        hit = cls._SHARED.get(id(trace))
+        if hit is not None and hit[0] is trace:
+            cls._SHARED.move_to_end(id(trace))
+            return hit[1]
+        index = cls()
+        cls._SHARED[id(trace)] = (trace, index)
+        while len(cls._SHARED) > cls._KEEP:
+            cls._SHARED.popitem(last=False)
+        return index
+
+    def follows(self, history: Sequence[Message]) -> bool:
+        """Is ``history`` a prefix of what this index holds, or an extension of it? (Add the rest.)"""
+        n = min(len(history), len(self.messages))
+        if n and history[n - 1] is not self.messages[n - 1]:
+            return False
+        words = self._words
+        for m in history[len(self.messages):]:
+            i = len(self.messages)
+            text = render(m)
+            self.messages.append(m)
+            self.texts.append(text)
+            for w in set(_WORD.findall(text)):
+                hit = words.get(w)
+                if hit is None:
+                    words[w] = [i]
+                else:
+                    hit.append(i)
+        return True
+
+    def _candidates(self, ref: str, start: int, upto: int) -> Sequence[int]:
+        """Positions in [start, upto) that may hold ``ref``: those holding its rarest whole word.
+
+        A run of word characters of ``ref`` with a non-word character on each side inside
+        ``ref`` is a whole run of any text that contains ``ref`` (the runs at its ends may be part
+        of longer ones there), so the index finds every such text when the run is long enough to
+        be indexed. Without such a run, every position is a candidate.
+        """
+        best: list[int] | None = None
+        for match in _RUN.finditer(ref):
+            if match.start() == 0 or match.end() == len(ref) or not _WORD.fullmatch(match.group()):
+                continue
+            posts = self._words.get(match.group(), [])
+            if best is None or len(posts) < len(best):
+                best = posts
+        if best is None:
+            return range(start, upto)
+        return best[bisect_left(best, start):bisect_left(best, upto)]
+
+    def carriers(self, ref: str, upto: int) -> list[int]:
+        """Positions before ``upto`` of the recorded messages that hold ``ref``, oldest first."""
+        searched, found = self._found.get(ref, (0, []))
+        if searched < upto:
+            texts = self.texts
+            found.extend(i for i in self._candidates(ref, searched, upto) if ref in texts[i])
+            self._found[ref] = (upto, found)
+        return found if not found or found[-1] < upto else found[:bisect_left(found, upto)]
+
+    def references(self, answer: Message) -> list[tuple[str, ...]]:
+        """The non-empty ``references`` of each tool call of ``answer``, computed once per message."""
+        hit = self._refs.get(id(answer))
+        if hit is None or hit[0] is not answer:
+            hit = (answer, [refs for use in answer.tool_uses if (refs := references(use))])
+            self._refs[id(answer)] = hit
+        return hit[1]
+
+
 class ReferenceCheck:
     """Counts, per call, the recorded tool calls that relied on something seen but no longer sent.
 
     One per replay. Most of what a strategy sends is the recorded messages themselves (the same
-    objects), so a reference is looked for in the recorded history newest first and checked by
-    identity against what was sent: usually the newest message holding it was sent, and the walk
-    stops there. Only the messages a strategy wrote itself (summaries, placeholders, rewritten
-    outputs) are searched as text, and only when no recorded carrier was sent.
+    objects), so a reference counts as in view when one of the recorded messages holding it
+    (newest first) was sent, checked by identity. Only the messages a strategy wrote itself
+    (summaries, placeholders, rewritten outputs) are searched as text, and only when no recorded
+    carrier was sent; each such message is searched once per reference.
     """
 
-    def __init__(self) -> None:
-        self._texts: dict[int, tuple[Message, str]] = {}
+    def __init__(self, index: RecordedIndex | None = None) -> None:
+        self._index = index or RecordedIndex()
         self._recorded: set[int] = set()
         self._seen = 0
-
-    def _text(self, m: Message) -> str:
-        hit = self._texts.get(id(m))
-        if hit is None or hit[0] is not m:
-            hit = (m, render(m))
-            self._texts[id(m)] = hit
-        return hit[1]
+        self._written: list[tuple[Message, str]] = []
+        """Messages the strategy wrote, in the order first sent, with their text."""
+        self._written_ids: set[int] = set()
+        self._written_found: dict[str, tuple[int, list[Message]]] = {}
 
     def unseen(self, history: Sequence[Message], sent: Sequence[Message], answer: Message) -> int:
         """Tool calls of ``answer`` with a reference that ``history`` (the recorded session so far,
         append-only) holds and ``sent`` (the context as sent) does not."""
-        uses = [refs for use in answer.tool_uses if (refs := references(use))]
+        if not self._index.follows(history):
+            self._index = RecordedIndex()  # not the shared trace's history: search privately
+            self._index.follows(history)
+        uses = self._index.references(answer)
         if not uses:
             return 0
-        self._recorded.update(id(m) for m in history[self._seen:])
+        self._recorded.update(map(id, history[self._seen:]))
         self._seen = len(history)
-        sent_ids = {id(m) for m in sent}
+        upto = len(history)
+        sent_ids = set(map(id, sent))
+        fresh = sent_ids - self._recorded - self._written_ids
+        if fresh:
+            by_id = dict(zip(map(id, sent), sent, strict=True))
+            self._written.extend((by_id[i], render(by_id[i])) for i in fresh)
+            self._written_ids |= fresh
 
         def lost(ref: str) -> bool:
-            carriers = (m for m in reversed(history) if ref in self._text(m))
-            seen_before = False
-            for m in carriers:
-                if id(m) in sent_ids:
-                    return False
-                seen_before = True
-            return seen_before and not any(ref in self._text(m) for m in sent if id(m) not in self._recorded)
+            found = self._index.carriers(ref, upto)
+            if not found:
+                return False
+            if any(id(history[i]) in sent_ids for i in reversed(found)):
+                return False
+            searched, written = self._written_found.get(ref, (0, []))
+            if searched < len(self._written):
+                written.extend(m for m, text in self._written[searched:] if ref in text)
+                self._written_found[ref] = (len(self._written), written)
+            return not any(id(m) in sent_ids for m in written)
 
         return sum(1 for refs in uses if any(lost(ref) for ref in refs))

@@ -3,8 +3,10 @@
 For each step of the trace: append the step's messages (``on_tool_result`` after each one that
 carries tool results) → ``before_call`` → ``project`` gives what is sent → a request over the
 model's window is a 413: ``on_overflow`` runs, and if it still does not fit the call is an
-**overflow** (billed as if accepted, so ``none`` is the cost of never compacting) → the call is
-recorded with its prompt-cache split → the recorded answer is appended.
+**overflow** (billed as if accepted, so ``none`` is the cost of never compacting) → a request the
+API would reject (an orphan tool result or call, a reused id, an empty message: bench/validity.py)
+is flagged ``invalid`` with an event saying why → the call is recorded with its prompt-cache
+split → the recorded answer is appended.
 
 Limitation, by construction: the recorded future does not change after a compaction. A real
 agent that lost a fact might have re-read a file or taken another path; a replay cannot know.
@@ -14,15 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import replace as dc_replace
+from functools import lru_cache
 
+from bench.attribution import ProviderView
 from bench.context import Context, Meter
 from bench.pricing import ModelProfile, PromptCache, price_table, profile
 from bench.records import CallRecord, EventRecord, SummaryRecord, TaskResult
-from bench.references import ReferenceCheck
+from bench.references import RecordedIndex, ReferenceCheck
 from bench.session import Session
 from bench.summarizers import Summarizer, Summary, SummaryRequest
 from bench.summarizers.extractive import ExtractiveSummarizer
 from bench.tokens import TokenCounter
+from bench.validity import EVENT_KIND as INVALID
+from bench.validity import RequestCheck, describe
 from strategies.base import Outcome, Strategy
 from traces.model import Message, Trace, Usage
 
@@ -40,6 +47,10 @@ class ReplayConfig:
     seconds_per_call: float = 10.0
     """Pace of the clock when the trace has no timestamps (drives the cache lifetime)."""
     cache_ttl: str = "5m"
+    recorded_models: bool = False
+    """Window and price each call as the model the trace recorded for it (``--model recorded``): a
+    mid-session switch changes the window and the prices from that call on, and starts a new cache
+    (another model reads nothing of the old one). ``model`` stays for calls that record none."""
 
 
 def replay(
@@ -55,7 +66,8 @@ def replay(
     label = label or strategy.name
     model = config.model
     summary_model = config.summarizer_model or model
-    meter = Meter(counter, strategy.estimator)
+    provider = ProviderView(trace, counter)  # overhead and dropped reasoning (bench/attribution.py)
+    meter = Meter(counter, strategy.estimator, provider.overhead_at(0))
     result = TaskResult(trace.id, label)
     cache = PromptCache(model, config.cache_ttl)
     summary_cache = cache if summary_model is model else PromptCache(summary_model, config.cache_ttl)
@@ -113,9 +125,19 @@ def replay(
     sent = ctx
     clock = 0.0
     recorded: list[Message] = []  # the session as the real agent had it, for the re-read proxy
-    references = ReferenceCheck()
+    references = ReferenceCheck(RecordedIndex.of(trace))
+    validity = RequestCheck()  # what the API would reject is flagged, never sent silently
     for step in trace.steps():
         session.call_index = step.index
+        if provider.overhead_at(step.index) != meter.overhead:  # re-measured after a model switch
+            meter = Meter(counter, strategy.estimator, provider.overhead_at(step.index))
+            ctx, session.meter = ctx.with_meter(meter), meter
+        recorded_model = step.answer.meta.get("model") if config.recorded_models and step.answer else None
+        if recorded_model and recorded_model != "<synthetic>":
+            as_recorded = recorded_profile(recorded_model, step.answer.meta.get("context_window"))
+            if as_recorded != model:
+                model = session.model = as_recorded
+                cache = PromptCache(model, config.cache_ttl)
         clock = _clock(step.inputs, step.answer, t0, clock, config.seconds_per_call, step.index)
         session.now = clock
         recorded += step.inputs
@@ -130,21 +152,26 @@ def replay(
         answer = step.answer
         output = answer.usage.output_tokens if answer.usage and answer.usage.output_tokens else meter.truth(answer)
         overflow = False
-        if not model.fits(sent.truth, output):
+        if not model.fits(provider.prompt(sent, step.index), output):
             ctx = apply(strategy.on_overflow(ctx, session), ctx, "on_overflow")
             sent = strategy.project(ctx, session)
-            overflow = not model.fits(sent.truth, output)
+            overflow = not model.fits(provider.prompt(sent, step.index), output)
         if result.failed:
             break
-        split = cache.request(sent.messages, meter.truth, clock)
+        invalid = validity.problems(sent.messages)
+        if invalid:
+            result.events.append(EventRecord(trace.id, label, step.index, "send", INVALID, sent.truth, sent.truth,
+                                             sent.estimate, len(invalid), None, describe(invalid)))
+        split = provider.request(cache, sent.messages, sent.meter.overhead, clock, step.index)
         result.calls.append(
             CallRecord(
-                trace.id, label, step.index, "agent", len(sent), sent.truth, sent.estimate,
+                trace.id, label, step.index, "agent", len(sent), split.prompt, sent.estimate,
                 split.cache_read, split.cache_write, split.uncached, output,
                 model.cost(uncached=split.uncached, cache_read=split.cache_read,
                            cache_write=split.cache_write, output=output, ttl=config.cache_ttl),
-                model.cost_without_cache(sent.truth, output),
+                model.cost_without_cache(split.prompt, output),
                 split.prefix_break, overflow, clock, references.unseen(recorded, sent.messages, answer),
+                len(invalid),
             )
         )
         recorded.append(answer)
@@ -157,6 +184,16 @@ def replay(
         rows = observe("end", session.call_index, strategy.project(ctx, session))
         result.probes.extend({"strategy": label, **row} for row in rows)
     return result
+
+
+@lru_cache(maxsize=64)
+def recorded_profile(model_id: str, window: int | None = None) -> ModelProfile:
+    """A recorded call's model; a window the agent recorded (Codex's model_context_window, the input
+    window it compacts against) becomes the input limit."""
+    base = profile(model_id)
+    if not window or window >= base.context_window or window == base.max_input:
+        return base
+    return dc_replace(base, max_input=window)
 
 
 def _first_timestamp(trace: Trace) -> float | None:

@@ -1,9 +1,13 @@
-"""Run a sweep: every trace × every strategy, over a process pool, into out/<run>/.
+"""Run a sweep: every trace × every strategy, in four stages (DESIGN.md's plan → execute → store → aggregate).
 
-A task is one (trace, strategy). Truth token counts are computed once per trace in the parent
-(batched) and shipped with the traces, so every strategy in every worker shares them. Each
-finished task is saved at once under tasks/<key>.json; re-running the same sweep loads what is
-there (resume), and a task that raises is recorded as an error without losing the others.
+plan: traces stream in (bench.sources), each counted once with the batched tokenizer in the
+parent; its tasks are keyed by content hash (``task_key``) and those already stored are skipped
+(resume). execute: jobs (one trace, its counts, a few of its tasks) go to the executor
+(bench.executors: local, process pool or Ray) with a bounded number in flight; each worker
+computes its tasks' metrics from their own rows. store: finished tasks stream into the Parquet
+task store (bench.store) in batches, never all held in memory; an error is recorded, never lost.
+aggregate: the results table, the paired columns and the printed summary come from the stored
+rows (one row per task), in the plan's order.
 """
 
 from __future__ import annotations
@@ -11,11 +15,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import multiprocessing
-import signal
+import math
 import traceback
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,17 +26,23 @@ import pandas as pd
 from tqdm import tqdm
 
 import strategies
-from bench import __version__
+from bench import __version__, executors, sources
+from bench.attribution import adopt_shipped, shipped_counts
 from bench.fidelity import usage_ratio
-from bench.metrics import by_strategy, results_table
-from bench.pricing import price_table, profile
+from bench.metrics import by_strategy, finish_table
+from bench.pricing import RECORDED, add_prices, price_table, profile, profile_for
 from bench.records import SCHEMA_VERSION, TaskResult
 from bench.replay import ReplayConfig, replay
-from bench.store import atomic_write, load_task, provenance, task_to_json, write_run
-from bench.tokens import TokenCounter
-from traces import native
+from bench.sources import trace_hash
+from bench.store import DETAIL, Store, TaskOutput, export, load_results, provenance, task_output, write_plan, write_run
+from bench.tokens import TokenCounter, Tokenizer
 from traces.formats import ReadResult
-from traces.model import Trace, TraceError
+from traces.model import Trace
+
+CSV_AUTO_TASKS = 5_000
+"""``--csv auto`` exports calls.csv & co. for runs up to this many tasks (the report reads Parquet beyond)."""
+SPECS_PER_JOB = 8
+"""Tasks of one trace sent together: the trace travels once per job, and jobs stay small enough to balance."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,24 @@ class RunConfig:
     probe: str = "exact"
     """How needles are scored: ``exact`` (presence in the context) or ``anthropic`` (also asked to a model)."""
     probe_model: str | None = None
+    truth: str = "provider"
+    """Token counts: ``provider`` (attributed from recorded usage, else calibrated per family) or
+    ``cl100k`` (bench/attribution.py TRUTHS)."""
+    prices: tuple[str, ...] = ()
+    """``--prices FILE``: TOML price files (bench/data/prices.toml's schema) for models it does not know."""
+    executor: str = "process"
+    """Where tasks run: ``local`` (this process), ``process`` (a pool of ``workers``) or ``ray``."""
+    ray_address: str | None = None
+    """An existing Ray cluster (else RAY_ADDRESS, else a local one)."""
+    shard: str | None = None
+    """``i/N``: only the traces whose hash falls in shard i of N (merge the shards' outputs after)."""
+    detail: str = "full"
+    """Tables kept: ``summary`` (results only), ``calls`` (+ the per-call ledger), ``full`` (+ events, probes,
+    summaries)."""
+    csv: str = "auto"
+    """CSV/JSONL exports of the store: ``auto`` (runs up to CSV_AUTO_TASKS tasks), ``yes`` or ``no``."""
+    max_cost: float | None = None
+    """USD cap on what the run spends on a paid API (``--summarizer anthropic``); stops before crossing it."""
 
     @property
     def run_dir(self) -> Path:
@@ -71,45 +97,36 @@ class RunConfig:
 @dataclass
 class RunOutput:
     run_dir: Path
-    results: list[TaskResult]
     table: pd.DataFrame
     summary: pd.DataFrame
+    tasks: int = 0
     resumed: int = 0
     notes: list[str] = field(default_factory=list)
     """What the importers noticed (files passed over, orphan results flagged, ids renamed, ...)."""
     skipped: int = 0
     """Bad records skipped in imported traces (``--lenient``)."""
+    stopped: str = ""
+    """Why the run stopped before every task ran (``--max-cost``), else empty."""
 
     @property
-    def errors(self) -> list[TaskResult]:
-        return [r for r in self.results if r.error]
+    def errors(self) -> list[tuple[str, str, str]]:
+        """(trace, strategy, error) of the tasks that raised."""
+        if self.table.empty:
+            return []
+        bad = self.table[self.table.error.fillna("") != ""]
+        return list(zip(bad.trace, bad.strategy, bad.error, strict=True))
+
+
+def trace_sources(config: RunConfig) -> tuple[str, ...]:
+    return config.traces or tuple(f"synthetic:{s}" for s in _default_scenarios())
 
 
 def load_traces(config: RunConfig) -> ReadResult:
-    """The run's traces, with the importers' notes and the bad records skipped (``--lenient``)."""
-    from traces.formats import ReadResult, load, unique_ids
-
-    sources = config.traces or tuple(f"synthetic:{s}" for s in _default_scenarios())
-    result = ReadResult([])
-    files = []
-    for source in sources:
-        if source.startswith("synthetic:"):
-            from traces.synthetic import generate
-
-            try:
-                result.traces += [generate(source.removeprefix("synthetic:"), seed=seed)
-                                  for seed in range(config.seed, config.seed + config.seeds)]
-            except ValueError as e:
-                raise TraceError(str(e), path=source) from None
-        else:
-            files.append(source)
-    if files:
-        loaded = load(files, lenient=config.lenient)
-        result.traces += loaded.traces
-        result.skipped, result.notes = loaded.skipped, loaded.notes
-    result.traces, renamed = unique_ids(result.traces)
-    result.notes += [n for n in renamed if n not in result.notes]
-    return result
+    """The run's traces in a list, with the importers' notes (small runs and tools; ``run`` streams)."""
+    notes = sources.StreamNotes()
+    traces = list(sources.stream(trace_sources(config), seed=config.seed, seeds=config.seeds,
+                                 lenient=config.lenient, notes=notes))
+    return ReadResult(traces, notes.skipped, notes.notes)
 
 
 def _default_scenarios() -> tuple[str, ...]:
@@ -161,39 +178,16 @@ def _check_types(spec: strategies.StrategySpec) -> None:
                 f"strategy {spec.label!r}: parameter {key!r} takes {kind} (default {default!r}), not {value!r}")
 
 
-def trace_hash(trace: Trace) -> str:
-    return hashlib.sha256(native.dumps(trace).encode()).hexdigest()
-
-
 def task_key(trace_sha: str, spec: strategies.StrategySpec, config: RunConfig) -> str:
     cls, _ = strategies.resolve(spec.name)
     material = json.dumps(
-        [SCHEMA_VERSION, __version__, trace_sha, spec.name, dict(spec.params), cls.version, config.model,
+        [SCHEMA_VERSION, __version__, trace_sha, spec.name, dict(spec.params), cls.version,
+         strategies.source_hash(cls), config.model,
          config.summarizer, config.summarizer_model, config.seconds_per_call, config.cache_ttl,
-         config.summarizer_options, config.probe, config.probe_model],
+         config.summarizer_options, config.probe, config.probe_model, config.truth],
         sort_keys=True, default=str,
     )
     return hashlib.sha256(material.encode()).hexdigest()[:24]
-
-
-# Worker state: the traces and their counts, shipped once per process.
-_TRACES: list[Trace] = []
-_COUNTERS: dict[int, TokenCounter] = {}
-
-
-def _init_worker(traces: list[Trace], counts: list[list[int]]) -> None:
-    global _TRACES
-    _TRACES = traces
-    _COUNTERS.clear()
-    for i, (trace, n) in enumerate(zip(traces, counts, strict=True)):
-        counter = TokenCounter()
-        counter.adopt(trace.messages, n)
-        _COUNTERS[i] = counter
-
-
-def _init_pool_worker(traces: list[Trace], counts: list[list[int]]) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (no traceback per worker)
-    _init_worker(traces, counts)
 
 
 def _asker(config: RunConfig, counter: TokenCounter | None = None) -> Any:
@@ -212,40 +206,39 @@ def _observers(trace: Trace, asker: Any = None) -> tuple[Callable[..., list[dict
     return (needle_observer(trace, asker=asker),)
 
 
-def _fidelity(trace: Trace, spec: strategies.StrategySpec, strategy: strategies.Strategy,
-              config: ReplayConfig, counter: TokenCounter, summarizer) -> list[dict]:
-    """Recorded vs replayed compactions, when the strategy re-implements the trace's own agent.
+def _fidelity(trace: Trace, spec: strategies.StrategySpec, result: TaskResult, counter: TokenCounter) -> list[dict]:
+    """Recorded vs replayed compactions of this very replay (undriven: the strategy decides on the
+    provider-attributed counts, bench/attribution.py), when the strategy re-implements the trace's
+    own agent. ``bench.fidelity.replay_recorded`` keeps the usage-driven diagnostic."""
+    from bench.fidelity import fidelity_rows, matching_strategy
 
-    A second replay, driven by the recorded usage (what the real agent triggered on).
-    """
-    from bench.fidelity import MATCHING_STRATEGY, fidelity_rows, replay_recorded
-
-    if not trace.compactions or MATCHING_STRATEGY.get(trace.agent) != spec.name:
+    if not trace.compactions or matching_strategy(trace) != spec.name:
         return []
-    driven = replay_recorded(trace, strategy, config, counter=counter, summarizer=summarizer, label=spec.label)
-    return fidelity_rows(trace, driven, counter=counter)
+    return fidelity_rows(trace, result, counter=counter)
 
 
-def run_task(index: int, spec: strategies.StrategySpec, config: RunConfig) -> TaskResult:
+def run_task(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpec, config: RunConfig) -> TaskResult:
     """Replay one trace through one strategy; any exception becomes the task's recorded error."""
-    trace = _TRACES[index]
     try:
+        for path in config.prices:  # a worker process prices the run's extra models too
+            add_prices(path)
         from bench.summarizers import PER_TRACE
         from bench.summarizers import build as build_summarizer
 
         per_trace = {"trace": trace} if config.summarizer in PER_TRACE else {}
         summarizer = build_summarizer(config.summarizer, **config.summarizer_options, **per_trace)
         replay_config = ReplayConfig(
-            profile(config.model),
+            profile_for(config.model, trace.model),  # --model recorded: the trace's own, per call
             profile(config.summarizer_model) if config.summarizer_model else None,
             config.seconds_per_call,
             config.cache_ttl,
+            recorded_models=config.model == RECORDED,
         )
         strategy = strategies.build(spec)
-        result = replay(trace, strategy, replay_config, counter=_COUNTERS[index],
+        result = replay(trace, strategy, replay_config, counter=counter,
                         summarizer=summarizer, label=spec.label,
-                        observers=_observers(trace, _asker(config, _COUNTERS[index])))
-        result.fidelity = _fidelity(trace, spec, strategy, replay_config, _COUNTERS[index], summarizer)
+                        observers=_observers(trace, _asker(config, counter)))
+        result.fidelity = _fidelity(trace, spec, result, counter)
         return result
     except Exception as e:  # noqa: BLE001 - recorded, never lost
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
@@ -253,91 +246,211 @@ def run_task(index: int, spec: strategies.StrategySpec, config: RunConfig) -> Ta
         return TaskResult(trace.id, spec.label, error=f"{detail} (at {tb.filename}:{tb.lineno})")
 
 
-def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
-    """Replay every (trace, strategy) task and write out/<run>/."""
-    profile(config.model)  # an unknown model, strategy or summarizer fails before any work
+def shared_counter(trace: Trace, counts: Any) -> TokenCounter:
+    """A worker's counter for one trace, seeded with the counts the parent computed once."""
+    counter = TokenCounter()
+    adopt_shipped(counter, trace, counts)  # provider-attributed where the trace records usage
+    return counter
+
+
+def run_job(job: executors.Job, config: RunConfig, window: int | None) -> list[TaskOutput]:
+    """A worker's job: some tasks of one trace, each flattened for the store (metrics included)."""
+    counter = shared_counter(job.trace, job.counts)
+    return [task_output(key, run_task(job.trace, counter, spec, config), window, config.detail)
+            for key, spec in job.tasks]
+
+
+def _window(config: RunConfig) -> int | None:
+    return None if config.model == RECORDED else profile(config.model).context_window
+
+
+def check(config: RunConfig) -> list[strategies.StrategySpec]:
+    """Everything that can be refused before any work: model, options, strategies, summarizer, probe."""
+    for path in config.prices:
+        add_prices(path)
+    profile_for(config.model, None)  # an unknown model, strategy or summarizer fails before any work
     if config.summarizer_model:
         profile(config.summarizer_model)
     if config.seeds < 1:
         raise ValueError(f"--seeds must be at least 1, not {config.seeds}")
     if config.seconds_per_call < 0:
         raise ValueError(f"--seconds-per-call must not be negative, not {config.seconds_per_call}")
+    if config.detail not in DETAIL:
+        raise ValueError(f"--detail {config.detail!r}: expected one of {', '.join(DETAIL)}")
+    if config.csv not in ("auto", "yes", "no"):
+        raise ValueError(f"--csv {config.csv!r}: expected auto, yes or no")
+    if config.executor not in executors.EXECUTORS:
+        raise ValueError(f"--executor {config.executor!r}: expected one of {', '.join(executors.EXECUTORS)}")
+    if config.max_cost is not None and config.max_cost < 0:
+        raise ValueError(f"--max-cost must not be negative, not {config.max_cost}")
+    sources.parse_shard(config.shard)
     specs = strategy_specs(config)
     from bench.summarizers import build as build_summarizer
 
     build_summarizer(config.summarizer, **config.summarizer_options)
     _asker(config)
-    loaded = load_traces(config)
-    traces = loaded.traces
-    if not traces:
-        raise ValueError("no traces to replay in " + ", ".join(config.traces)
-                         + "".join(f"\n  {note}" for note in loaded.notes))
-    run_dir = config.run_dir
-    tasks_dir = run_dir / "tasks"
-    tasks_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails before any replay
-    counter = TokenCounter()
-    counts = [counter.counts(t.messages) for t in traces]
-    hashes = [trace_hash(t) for t in traces]
-    todo: list[tuple[int, strategies.StrategySpec, str]] = []
-    results: dict[tuple[int, int], TaskResult] = {}
-    resumed = 0
-    for ti in range(len(traces)):
+    return specs
+
+
+@dataclass
+class Planned:
+    """What the plan stage saw while the jobs streamed out (filled as they go)."""
+
+    keys: list[str] = field(default_factory=list)
+    tpos: list[int] = field(default_factory=list)
+    spos: list[int] = field(default_factory=list)
+    traces: list[dict[str, Any]] = field(default_factory=list)
+    todo: int = 0
+    resumed: int = 0
+
+    def frame(self, specs: list[strategies.StrategySpec]) -> pd.DataFrame:
+        labels = [s.label for s in specs]
+        ids = {t["position"]: t["id"] for t in self.traces}
+        plan = pd.DataFrame({"key": self.keys, "trace": [ids[p] for p in self.tpos],
+                             "strategy": [labels[i] for i in self.spos], "tpos": self.tpos, "spos": self.spos})
+        return plan.sort_values(["tpos", "spos"], kind="stable").reset_index(drop=True)
+
+
+def plan_jobs(config: RunConfig, specs: list[strategies.StrategySpec], traces: Iterator[tuple[int, Trace]],
+              done: set[str], planned: Planned) -> Iterator[executors.Job]:
+    """Jobs for the tasks not yet stored, trace by trace; each trace is counted once, here."""
+    tokenizer = Tokenizer()
+    shard = sources.parse_shard(config.shard)
+    per_job = max(1, math.ceil(len(specs) / math.ceil(len(specs) / SPECS_PER_JOB)))
+    for position, trace in sources.interleave(traces):
+        sha = trace_hash(trace)
+        if not sources.in_shard(sha, shard):
+            continue
+        counter = TokenCounter(tokenizer)  # per trace: the parent keeps no message of a finished trace
+        counts = shipped_counts(trace, counter, model=config.model, truth=config.truth)
+        planned.traces.append({"position": position, "id": trace.id, "agent": trace.agent, "model": trace.model,
+                               "sha256": sha, "messages": len(trace.messages), "calls": trace.n_calls,
+                               "source": trace.source, "usage_ratio": usage_ratio(trace, counter)})
+        todo = []
         for si, spec in enumerate(specs):
-            key = task_key(hashes[ti], spec, config)
-            done = load_task(tasks_dir / f"{key}.json")
-            if done is not None and not done.error:
-                results[(ti, si)] = done
-                resumed += 1
+            key = task_key(sha, spec, config)
+            planned.keys.append(key)
+            planned.tpos.append(position)
+            planned.spos.append(si)
+            if key in done:
+                planned.resumed += 1
             else:
-                todo.append((ti, spec, key))
-    position = {(ti, spec.label): si for ti in range(len(traces)) for si, spec in enumerate(specs)}
+                todo.append((key, spec))
+        planned.todo += len(todo)
+        for i in range(0, len(todo), per_job):
+            yield executors.Job(trace, counts, tuple(todo[i:i + per_job]))
 
-    def finish(ti: int, key: str, result: TaskResult) -> None:
-        results[(ti, position[(ti, result.strategy)])] = result
-        if not result.error:
-            atomic_write(tasks_dir / f"{key}.json", task_to_json(result))
 
-    bar = tqdm(total=len(todo), desc="replaying", unit="task", disable=not progress or not todo)
+class Budget:
+    """``--max-cost``: what the run has spent on a paid API, and whether another task may start.
+
+    A task's spend is known only once it finishes, so a new job starts only while the spend so far
+    plus the dearest task seen, for every task in flight and the new one, stays within the cap.
+    """
+
+    def __init__(self, config: RunConfig) -> None:
+        self.cap = config.max_cost
+        self.paid = config.summarizer == "anthropic"
+        self.spent = 0.0
+        self.dearest = 0.0
+        self.in_flight = 0
+        self.stopped = ""
+
+    @staticmethod
+    def spend(out: TaskOutput, paid: bool) -> float:
+        """Dollars of the task's real API calls: its summarizer calls when the summarizer is a paid model."""
+        if not paid:
+            return 0.0
+        return float(out.row.get("cost", 0.0) or 0.0) * float(out.row.get("summarizer_cost_share", 0.0) or 0.0)
+
+    def finished(self, out: TaskOutput) -> None:
+        cost = self.spend(out, self.paid)
+        self.spent += cost
+        self.dearest = max(self.dearest, cost)
+        self.in_flight = max(0, self.in_flight - 1)
+
+    def allows(self, tasks: int) -> bool:
+        if self.cap is None or not self.paid:
+            return True
+        if self.spent + self.dearest * (self.in_flight + tasks) > self.cap:
+            self.stopped = (f"--max-cost ${self.cap:,.2f}: stopped after ${self.spent:,.2f} spent, before a task "
+                            f"that could cross it; run again with a higher cap to resume")
+            return False
+        self.in_flight += tasks
+        return True
+
+    def gate(self, jobs: Iterator[executors.Job]) -> Iterator[executors.Job]:
+        for job in jobs:
+            if not self.allows(len(job.tasks)):
+                return
+            yield job
+
+
+def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
+    """Replay every (trace, strategy) task and write out/<run>/."""
+    specs = check(config)
+    notes = sources.StreamNotes()
+    stream = sources.stream(trace_sources(config), seed=config.seed, seeds=config.seeds, lenient=config.lenient,
+                            notes=notes)
+    first = next(stream, None)
+    if first is None:
+        raise ValueError("no traces to replay in " + ", ".join(config.traces)
+                         + "".join(f"\n  {note}" for note in notes.notes))
+    run_dir = config.run_dir
+    store = Store(run_dir)  # an unwritable --out fails before any replay
+    planned = Planned()
+    window = _window(config)
+    budget = Budget(config)
+    jobs = budget.gate(plan_jobs(config, specs, enumerate(itertools.chain([first], stream)), store.done(), planned))
+    executor = executors.build(config.executor, run_job, (config, window), workers=config.workers,
+                               address=config.ray_address)
+
+    def save(outputs: list[TaskOutput]) -> None:
+        for out in outputs:
+            store.add(out)
+            budget.finished(out)
+
+    bar = tqdm(desc="replaying", unit="task", disable=not progress)
     try:
-        if config.workers <= 1 or len(todo) <= 1:
-            _init_worker(traces, counts)
-            for ti, spec, key in todo:
-                finish(ti, key, run_task(ti, spec, config))
-                bar.update()
-        else:
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(config.workers, mp_context=ctx, initializer=_init_pool_worker,
-                                     initargs=(traces, counts)) as pool:
-                futures = {pool.submit(run_task, ti, spec, config): (ti, spec, key) for ti, spec, key in todo}
-                try:
-                    for fut in as_completed(futures):
-                        ti, spec, key = futures[fut]
-                        finish(ti, key, fut.result())
-                        bar.update()
-                except KeyboardInterrupt:  # start nothing new, save the tasks already running
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    for fut, (ti, _, key) in futures.items():
-                        if fut.done() and not fut.cancelled() and fut.exception() is None:
-                            finish(ti, key, fut.result())
-                    raise
+        for outputs in executor.results(jobs):
+            save(outputs)
+            bar.total = planned.todo
+            bar.update(len(outputs))
+    except KeyboardInterrupt:  # start nothing new; save what is finishing (a 2nd Ctrl-C: what has finished)
+        try:
+            executor.interrupt(save)
+        finally:
+            store.flush()
+        raise
     finally:  # the progress line ends before any message
         bar.close()
-    ordered = [results[k] for k in sorted(results)]
-    table = results_table(ordered, window=profile(config.model).context_window)
+        store.flush()
+        executor.close()
+    plan = planned.frame(specs)
+    write_plan(run_dir, plan)
+    table = aggregate(run_dir, plan)
     run_info = {
         "config": asdict(config),
         "strategies": [{"label": s.label, "name": s.name, "params": dict(s.params),
                         "version": strategies.resolve(s.name)[0].version,
                         "citation": strategies.resolve(s.name)[0].citation} for s in specs],
-        "traces": [{"id": t.id, "agent": t.agent, "model": t.model, "sha256": h, "messages": len(t.messages),
-                    "calls": t.n_calls, "source": t.source, "usage_ratio": usage_ratio(t, counter)}
-                   for t, h in zip(traces, hashes, strict=True)],
+        "traces": [{k: v for k, v in t.items() if k != "position"}
+                   for t in sorted(planned.traces, key=lambda t: t["position"])],
         "pricing_table": price_table()[0],
-        "tokenizer": counter.tokenizer.name,
+        "tokenizer": Tokenizer().name,
         "provenance": provenance(),
     }
-    write_run(run_dir, ordered, table, run_info)
-    return RunOutput(run_dir, ordered, table, by_strategy(table), resumed, loaded.notes, loaded.skipped)
+    write_run(run_dir, table, run_info)
+    if config.csv == "yes" or (config.csv == "auto" and len(plan) <= CSV_AUTO_TASKS):
+        export(run_dir, tuple(t for t in DETAIL[config.detail] if t != "results"))
+    return RunOutput(run_dir, table, by_strategy(table), len(plan), planned.resumed, notes.notes, notes.skipped,
+                     budget.stopped)
+
+
+def aggregate(run_dir: Path, plan: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The results table from the stored task rows: one row per task, linear in tasks."""
+    rows = load_results(run_dir, plan)
+    return finish_table(rows) if not rows.empty else pd.DataFrame()
 
 
 def format_summary(summary: pd.DataFrame) -> str:
@@ -353,8 +466,10 @@ def format_summary(summary: pd.DataFrame) -> str:
         if col in view:
             view[col] = view[col].map(lambda x: "—" if pd.isna(x) else f"{x:.1%}")
     for col in ("cost", "cost_no_cache"):
-        view[col] = view[col].map(lambda x: f"${x:,.2f}")
-    return view.to_string(index=False)
+        view[col] = view[col].map(lambda x: "failed" if pd.isna(x) else f"${x:,.2f}")
+    if "errors" in view and not view.errors.any():
+        view = view.drop(columns="errors")
+    return view.to_string(index=False, na_rep="—")
 
 
 def format_fidelity(table: pd.DataFrame) -> str:

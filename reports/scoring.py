@@ -17,6 +17,7 @@ import pandas as pd
 
 from bench import economics, stats
 from bench.metrics import FIDELITY_COLUMNS, METRIC_BY_NAME
+from bench.verdict import feasible_mask
 
 BASELINE = "none"
 # Needle scoring over probes.csv. The same rules as bench.probes (retention, false_positive_rate,
@@ -321,7 +322,10 @@ def sweeps(info: dict[str, Any], totals: pd.DataFrame) -> list[Sweep]:
         rows = rows.join(metrics[have], on="strategy")
         judged = next((m for m in JUDGED_ON if m in rows), None)
         best = pd.to_numeric(rows[judged], errors="coerce") if judged else pd.Series(np.nan, index=rows.index)
-        rows["cheapest"] = rows.cost == rows.cost.min()
-        rows["most_retained"] = np.isclose(best, best.max()) if best.notna().any() else False
+        # A setting that overflowed the window is never badged best (bench.verdict.feasible_mask).
+        ok = feasible_mask(rows)
+        rows["cheapest"] = ok & (rows.cost == rows.cost[ok].min())
+        good = best.where(ok)
+        rows["most_retained"] = ok & np.isclose(best, good.max()) if good.notna().any() else False
         out.append(Sweep(family, varying, fixed, rows))
     return out

@@ -137,9 +137,17 @@ def sweep_lines(sweeps: Sequence[Sweep]) -> list[str]:
     out = []
     for sweep in sweeps:
         r = sweep.rows
+        if not r.cheapest.any():
+            out.append(f"Sweep <code>{html.escape(sweep.family)}</code> {html.escape(', '.join(sweep.keys))}: "
+                       "every setting overflowed the window.")
+            continue
         cheap = r[r.cheapest].iloc[0]
         line = (f"Sweep <code>{html.escape(sweep.family)}</code> {html.escape(', '.join(sweep.keys))}: "
                 f"<b>{html.escape(sweep.setting(cheap))}</b> is cheapest ({usd(cheap.cost)})")
+        overflowed = r[r.overflows > 0] if "overflows" in r else r[:0]
+        if len(overflowed):
+            line += (" of the settings that never overflowed (left out: "
+                     + ", ".join(f"<b>{html.escape(sweep.setting(o))}</b>" for _, o in overflowed.iterrows()) + ")")
         judged = JUDGED.get(sweep.metric or "")
         best = r[r.most_retained]
         if judged and len(best):
@@ -278,7 +286,11 @@ def retention_html(overall: pd.DataFrame, order: Sequence[str]) -> str:
     cliff = o["cliff_round"] if "cliff_round" in o else pd.Series(pd.NA, index=o.index)
     o["cliff"] = [("—" if pd.isna(r) or not r else "never") if pd.isna(c) else f"round {int(c)}"
                   for r, c in zip(rounds, cliff, strict=True)]
-    return f"<div class=scroll>{table(_ordered(o, order), RETENTION_COLS)}</div>"
+    return (f"<div class=scroll>{table(_ordered(o, order), RETENTION_COLS)}</div>"
+            "<p class=legend><b>Cliff round</b>: needles are probed right after every compaction; a strategy's "
+            "cliff is the first compaction round after which fewer than half of the needles stated so far were "
+            "still verbatim in the context (round 1 = its first compaction). “never”: it compacted and never "
+            "fell under half; “—”: it never compacted (as <code>none</code>), so there is no round to judge.</p>")
 
 
 def rounds_html(cliffs: pd.DataFrame, order: Sequence[str]) -> str:

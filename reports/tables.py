@@ -54,6 +54,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("summarizer_cost_share", "summarizer share of cost", lambda v: f"{v:.1%}"),
     Column("calls", "calls", lambda v: f"{v:,.0f}"),
 )
+BY_CONSTRUCTION = frozenset({"saving_vs_none", "retention", "llm_recall", "unseen_references", "compactions",
+                             "summarizer_cost_share"})
+"""Columns whose value for `none` is fixed by what it is (it never compacts), so not a result to shade."""
 SUMMARY_COLUMNS = tuple(c.key for c in COLUMNS if c.key not in ("mean_context", "calls"))
 """The strategy table leaves out what only matters per trace (the per-trace tables keep them)."""
 
@@ -152,11 +155,21 @@ def _header(col: Column) -> str:
     return f'<th class="num" title="{html.escape(tip)}">{html.escape(col.label)}{arrow}</th>'
 
 
-def table_html(rows: pd.DataFrame, *, css_class: str = "results", keys: Sequence[str] | None = None) -> str:
-    """An HTML table of ``rows`` (one per strategy, in the given order) with shaded metric cells."""
+def table_html(rows: pd.DataFrame, *, css_class: str = "results", keys: Sequence[str] | None = None,
+               links: dict[str, str] | None = None) -> str:
+    """An HTML table of ``rows`` (one per strategy, in the given order) with shaded metric cells;
+    ``links`` maps a strategy to the page of its compactions."""
     cols = [c for c in COLUMNS if c.key in rows and rows[c.key].notna().any() and (keys is None or c.key in keys)]
     shades = {c.key: _shade(rows[c.key], METRIC_BY_NAME[c.key].lower_is_better if c.key in METRIC_BY_NAME
                                           else None) for c in cols}
+    base = (rows.strategy == BASELINE).to_numpy()
+    if base.any():  # none's saving, retention, re-reads... hold by construction: no colour, and not ranked
+        for c in cols:
+            if c.key in BY_CONSTRUCTION:
+                lower = METRIC_BY_NAME[c.key].lower_is_better if c.key in METRIC_BY_NAME else None
+                others = _shade(rows[c.key][~base], lower)
+                it = iter(others)
+                shades[c.key] = ["" if b else next(it) for b in base]
     head = "<tr><th>strategy</th>" + "".join(_header(c) for c in cols) + "</tr>"
     body = []
     for i, (_, r) in enumerate(rows.iterrows()):
@@ -174,6 +187,9 @@ def table_html(rows: pd.DataFrame, *, css_class: str = "results", keys: Sequence
             badges.append(f'<span class="badge fail" title="{html.escape(failed)}">failed</span>')
         elif isinstance(failed, int | np.integer) and failed:
             badges.append(f'<span class="badge fail">failed on {int(failed)}</span>')
+        if links and r.strategy in links:
+            badges.append(f'<a class="view" href="{html.escape(links[r.strategy])}" '
+                          'title="what each of its compactions did, per trace">compactions</a>')
         cells = [f'<td class="name">{name} {" ".join(badges)}</td>']
         for c in cols:
             v = r[c.key]

@@ -16,10 +16,18 @@ from __future__ import annotations
 
 import ast
 import difflib
+import hashlib
 import importlib
+import importlib.util
 import inspect
+import os
+import re
+import sys
+import traceback
 from dataclasses import fields, is_dataclass
 from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from strategies._tools import drop_range, rewrite_results
@@ -40,6 +48,7 @@ __all__ = [
     "parse_spec",
     "resolve",
     "rewrite_results",
+    "source_hash",
 ]
 
 ENTRY_POINT_GROUP = "compaction_bench.strategies"
@@ -54,9 +63,12 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "codex": ("strategies.codex:Codex", {}),
     "codex:2025": ("strategies.codex:Codex", {"auto_compact_limit": 256_000, "limit_fraction": None,
                                               "history_form": "bridge"}),
+    "codex:0.140": ("strategies.codex:Codex", {"effective_window_percent": 95}),
     "five-layer": ("strategies.layered:FiveLayer", {}),
     "claude-code": ("strategies.layered:ClaudeCode", {}),
     "claude-code:microcompact": ("strategies.layered:ClaudeCode", {"microcompact_idle_seconds": 3_600}),
+    "claude-code:1.0": ("strategies.layered:ClaudeCode", {"autocompact_pct": 0.92, "autocompact_buffer": 0,
+                                                          "reserve_summary_output": False}),
     "amp": ("strategies.amp:Amp", {}),
     "amp:handoff": ("strategies.amp:Amp", {"mode": "handoff"}),
     "baseagent": ("strategies.baseagent:BaseAgent", {}),
@@ -73,7 +85,12 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "openhands:recent": ("strategies.openhands:RecentEvents", {}),
     "openhands:amortized": ("strategies.openhands:AmortizedForgetting", {}),
     "aider": ("strategies.aider:Aider", {}),
+    "aider:2024": ("strategies.aider:Aider", {"generation": "2024"}),
     "goose": ("strategies.goose:Goose", {}),
+    "gemini-cli": ("strategies.gemini_cli:GeminiCli", {}),
+    "gemini-cli:2025": ("strategies.gemini_cli:GeminiCli", {"threshold": 0.7, "function_response_budget": None,
+                                                            "verify": False, "prompt_version": "2025"}),
+    "copilot-cli": ("strategies.copilot_cli:CopilotCli", {}),
     "swe-agent": ("strategies.swe_agent:LastNObservations", {}),
     "tiered-placeholders": ("strategies.tiered:TieredPlaceholders", {}),
 }
@@ -91,40 +108,136 @@ def names() -> list[str]:
     return sorted({*REGISTRY, *_entry_points()})
 
 
-def _load_class(target: str, *, origin: str) -> type[Strategy]:
-    module_name, _, attr = target.partition(":")
-    if not attr:
-        raise StrategyError(f"{origin}: {target!r} is not of the form 'module:Class'")
+def _where(obj: Any) -> str:
+    """``file.py:line`` of a class or function, for messages; '' when it has no source file."""
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise StrategyError(f"{origin}: cannot import module {module_name!r} ({e})") from None
+        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
+    except (OSError, TypeError):
+        return ""
+
+
+def _is_path(module_name: str) -> bool:
+    return module_name.endswith(".py") or "/" in module_name or "\\" in module_name
+
+
+def _import_file(path_text: str, *, origin: str) -> ModuleType:
+    """Import ``./dir/file.py`` under a name unique to its absolute path (workers do the same)."""
+    path = Path(path_text).expanduser().resolve()
+    if not path.is_file():
+        raise StrategyError(f"{origin}: no such file {path_text!r}")
+    main = sys.modules.get("__main__")
+    if getattr(main, "__file__", None) and Path(main.__file__).resolve() == path:
+        return main  # the running script's own class (compaction_bench.run runs it in this process)
+    name = "_user_strategy_" + re.sub(r"\W", "_", path.stem) + "_" + hashlib.sha1(str(path).encode()).hexdigest()[:8]
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise StrategyError(f"{origin}: cannot load {path_text!r} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class body runs
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as e:
+        sys.modules.pop(name, None)
+        if isinstance(e, KeyboardInterrupt | SystemExit):
+            raise
+        raise StrategyError(f"{origin}: {_import_failure(e, path)}") from None
+    return module
+
+
+def _import_failure(e: BaseException, path: Path | None = None) -> str:
+    """``file:line: Error: message`` at the user's line (the deepest frame outside the standard library)."""
+    if isinstance(e, SyntaxError) and e.filename:
+        return f"{e.filename}:{e.lineno}: SyntaxError: {e.msg}"
+    frames = traceback.extract_tb(e.__traceback__)
+    mine = [f for f in frames if path is not None and Path(f.filename).resolve() == path] or \
+        [f for f in frames if "importlib" not in f.filename and "/strategies/__init__.py" not in f.filename] or frames
+    where = f"{mine[-1].filename}:{mine[-1].lineno}: " if mine else ""
+    return f"{where}{type(e).__name__}: {e}"
+
+
+def _import_module(module_name: str, *, origin: str) -> ModuleType:
+    """A module by dotted name; a module in the current directory works too (as ``python -c`` would)."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        top = module_name.split(".")[0]
+        here = Path(top + ".py").is_file() or Path(top, "__init__.py").is_file()
+        if e.name == top and here and os.getcwd() not in sys.path:
+            sys.path.append(os.getcwd())
+            try:
+                return importlib.import_module(module_name)
+            except ModuleNotFoundError:
+                pass
+            except Exception as inner:  # noqa: BLE001 - the user's module failed while importing
+                raise StrategyError(f"{origin}: {_import_failure(inner)}") from None
+        if e.name and module_name.startswith(e.name):
+            raise StrategyError(f"{origin}: cannot import module {module_name!r} ({e}); a file in the current "
+                                "directory works as module:Class, any other as ./path/file.py:Class") from None
+        raise StrategyError(f"{origin}: {_import_failure(e)}") from None
+    except Exception as e:  # noqa: BLE001 - the user's module failed while importing
+        raise StrategyError(f"{origin}: {_import_failure(e)}") from None
+
+
+def _load_class(target: str, *, origin: str) -> type[Strategy]:
+    module_name, _, attr = target.rpartition(":") if _is_path(target.rpartition(":")[0]) else target.partition(":")
+    if not attr or not module_name:
+        raise StrategyError(f"{origin}: {target!r} is not of the form 'module:Class' or './file.py:Class'")
+    if _is_path(module_name):
+        module = _import_file(module_name, origin=origin)
+    else:
+        module = _import_module(module_name, origin=origin)
     cls = getattr(module, attr, None)
     if cls is None:
-        raise StrategyError(f"{origin}: module {module_name!r} has no attribute {attr!r}")
+        where = getattr(module, "__file__", None) or module_name
+        raise StrategyError(f"{origin}: {where} has no attribute {attr!r}")
     validate_class(cls, origin=origin)
     return cls
 
 
+def source_hash(cls: type) -> str:
+    """A digest of the source of every module the class and its bases come from.
+
+    Part of the task key (bench.runner.task_key): editing a strategy's code and re-running
+    replays it again instead of resuming stale results, with or without a ``version`` bump.
+    """
+    digest = hashlib.sha256()
+    for klass in cls.__mro__:
+        module = sys.modules.get(klass.__module__)
+        path = getattr(module, "__file__", None)
+        if not path or klass is object:
+            continue
+        try:
+            digest.update(Path(path).read_bytes())
+        except OSError:
+            digest.update(klass.__qualname__.encode())
+    return digest.hexdigest()[:16]
+
+
 def validate_class(cls: Any, *, origin: str) -> None:
-    """Refuse a class that could not run in the replay, naming what is missing."""
+    """Refuse a class that could not run in the replay, naming what is missing and where."""
     if not inspect.isclass(cls):
         raise StrategyError(f"{origin}: {cls!r} is not a class")
-    if not is_dataclass(cls):
-        raise StrategyError(f"{origin}: {cls.__name__} must be a (frozen) dataclass of its parameters")
+    at = f" ({_where(cls)})" if _where(cls) else ""
+    if not is_dataclass(cls) or "__dataclass_params__" not in vars(cls):  # a plain subclass inherits the flag
+        raise StrategyError(f"{origin}: {cls.__name__}{at} must be a (frozen) dataclass of its parameters: "
+                            "add @dataclass(frozen=True)")
     if not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
-        raise StrategyError(f"{origin}: {cls.__name__} must be frozen (@dataclass(frozen=True))")
+        raise StrategyError(f"{origin}: {cls.__name__}{at} must be frozen (@dataclass(frozen=True))")
     for hook in HOOKS:
         fn = getattr(cls, hook, None)
         if not callable(fn):
-            raise StrategyError(f"{origin}: {cls.__name__} has no callable hook {hook!r}")
+            raise StrategyError(f"{origin}: {cls.__name__}{at} has no callable hook {hook!r}")
         n_args = len(inspect.signature(fn).parameters)
         if n_args != 3:
+            where = _where(fn) or _where(cls)
             raise StrategyError(
-                f"{origin}: {cls.__name__}.{hook} must take (self, ctx, session), it takes {n_args} arguments"
+                f"{origin}: {cls.__name__}.{hook} ({where}) must take (self, ctx, session), it takes {n_args} "
+                "arguments"
             )
     if not getattr(cls, "name", ""):
-        raise StrategyError(f"{origin}: {cls.__name__} needs a class attribute 'name'")
+        raise StrategyError(f"{origin}: {cls.__name__}{at} needs a class attribute 'name'")
 
 
 def resolve(name: str) -> tuple[type[Strategy], dict[str, Any]]:
@@ -136,7 +249,7 @@ def resolve(name: str) -> tuple[type[Strategy], dict[str, Any]]:
     if name in eps:
         return _load_class(eps[name], origin=f"entry point {name!r} ({ENTRY_POINT_GROUP})"), {}
     module_name, sep, attr = name.partition(":")
-    if sep and "." in module_name or (sep and attr[:1].isupper()):
+    if _is_path(name.rpartition(":")[0]) or sep and "." in module_name or (sep and attr[:1].isupper()):
         return _load_class(name, origin=f"strategy {name!r}"), {}
     close = difflib.get_close_matches(name, names(), n=3, cutoff=0.5)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

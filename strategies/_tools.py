@@ -55,13 +55,27 @@ def rewrite_uses(message: Message, rewrite: Callable[[ToolUse], dict | None]) ->
 
 def safe_cut(messages: Sequence[Message], index: int) -> int:
     """The smallest cut point ≥ ``index`` such that messages[cut:] has no tool_result whose
-    tool_use lies before the cut (moving forward over results of calls made before it)."""
+    tool_use lies before the cut (moving forward over results of calls made before it).
+
+    The result need not follow its call directly: an empty assistant message or a second answer
+    may sit between them in a real log, so the walk goes on while a call before the cut is still
+    unanswered (in a well-formed session it stops at once).
+    """
     index = max(0, min(index, len(messages)))
-    before = {b.id for m in messages[:index] for b in m.tool_uses}
-    while index < len(messages) and any(r.tool_use_id in before for r in messages[index].tool_results):
-        before.update(b.id for b in messages[index].tool_uses)
-        index += 1
-    return index
+    open_calls: set[str] = set()
+    for m in messages[:index]:
+        open_calls.update(b.id for b in m.tool_uses)
+        open_calls.difference_update(r.tool_use_id for r in m.tool_results)
+    cut, j = index, index
+    while open_calls and j < len(messages):
+        answered = {r.tool_use_id for r in messages[j].tool_results} & open_calls
+        if answered:
+            for m in messages[cut:j + 1]:
+                open_calls.update(b.id for b in m.tool_uses)
+            open_calls.difference_update(r.tool_use_id for m in messages[cut:j + 1] for r in m.tool_results)
+            cut = j + 1
+        j += 1
+    return cut
 
 
 def drop_range(messages: Sequence[Message], start: int, end: int) -> tuple[Message, ...]:
@@ -161,14 +175,39 @@ def file_snapshot(use: ToolUse, result: ToolResult) -> tuple[str, str] | None:
 
 
 def step_start(messages: Sequence[Message]) -> int:
-    """Where the current step begins: after the last assistant message, or at it when the step
-    holds results of its calls (so a cut there never orphans the in-flight pair)."""
+    """Where the current step begins: after the last assistant message, or at it when it made
+    calls or the step holds results (so a cut there never orphans the in-flight pair). When the
+    step's results answer calls made further back (an empty assistant message or a second answer
+    in between, as real logs have), it begins at the message that made them. O(step)."""
     last = last_assistant_index(messages)
     if last < 0:
         return min(1, len(messages))
-    if any(m.tool_results for m in messages[last + 1:]):
-        return last
-    return last + 1
+    start = last if messages[last].tool_uses or any(m.tool_results for m in messages[last + 1:]) else last + 1
+    tail_uses = {b.id for m in messages[start:] for b in m.tool_uses}
+    need = {r.tool_use_id for m in messages[start:] for r in m.tool_results} - tail_uses
+    i = start
+    while need and i > 0:
+        i -= 1
+        tail_uses.update(b.id for b in messages[i].tool_uses)
+        need = (need | {r.tool_use_id for r in messages[i].tool_results}) - tail_uses
+    return i if not need else start  # a result whose call is nowhere before: the log's own orphan
+
+
+def unanswered_start(messages: Sequence[Message]) -> int:
+    """Index of the oldest assistant message since the latest human turn whose calls still wait
+    for a result (a log where the answer to a call comes after another assistant message);
+    ``len(messages)`` if none. A compaction that summarizes "everything" keeps from there, as the
+    real agent never compacts a call in flight: its result would come back without its call."""
+    answered: set[str] = set()
+    start = len(messages)
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.is_human_turn and not m.tool_results:
+            break
+        answered.update(r.tool_use_id for r in m.tool_results)
+        if any(u.id not in answered for u in m.tool_uses):
+            start = i
+    return start
 
 
 def latest_human_index(messages: Sequence[Message]) -> int:
@@ -209,13 +248,30 @@ def remember_files(messages: Sequence[Message], files: dict[str, str]) -> None:
 
 # --- added for masking / openhands / aider / goose / tiered -------------------------------------
 
+QUOTE_LEAD = "\n\nThe user's latest message:\n"
+
+
+def latest_human_text(messages: Sequence[Message]) -> tuple[Message, str] | None:
+    """(message, text) of the user's latest request: a real human turn, or the quote an earlier
+    summary carried (when that summary is newer than every human turn left). None if neither."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if not m.meta.get("summary") and not m.meta.get("synthetic") and m.is_human_turn:
+            return m, m.text
+        if m.meta.get("summary") and QUOTE_LEAD in m.text:
+            return m, m.text.rsplit(QUOTE_LEAD, 1)[1]
+    return None
+
+
 def quote_latest_human(text: str, messages: Sequence[Message], kept: Sequence[Message]) -> str:
     """``text`` plus the latest human turn, when that turn is neither kept nor already quoted.
 
     Summaries that replace the message holding the user's latest request must carry it on
-    (the harness contract; most real summary prompts ask for it too).
+    (the harness contract; most real summary prompts ask for it too), whole, however long, and
+    again when a later compaction summarizes that summary: the quote is explicit even when the
+    summary happens to contain the text, so a later compaction can find it (``latest_human_text``).
     """
-    human = latest_human(messages)
-    if human is None or any(m is human for m in kept) or human.text in text:
+    found = latest_human_text(messages)
+    if found is None or any(m is found[0] for m in kept) or not found[1] or QUOTE_LEAD + found[1] in text:
         return text
-    return f"{text}\n\nThe user's latest message:\n{human.text}"
+    return f"{text}{QUOTE_LEAD}{found[1]}"

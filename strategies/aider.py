@@ -47,23 +47,26 @@ class Aider(Strategy):
     When done_messages exceed it: ≤ 4 messages or depth > 3 → summarize all; else a tail is
     collected from the end while it stays under budget // 2, the split moves earlier until the
     message before it is an assistant message (and, for tool calls, no call is split from its
-    result), the newest part of the head that fits max input − 512 is summarized (Aider walks the
-    reversed head; older head messages are silently dropped), and the result recurses only if the
-    summary alone is at least the budget (Aider measures the tail on a list already cut to the
-    head, so its tail term is always 0). The summary
+    result), the oldest part of the head that fits max input − 512 is summarized (a prefix; the
+    rest of an over-long head is dropped), and the result recurses unless summary + tail is under
+    the budget. The summary
     is a user message "I spoke to you previously…" followed by an assistant "Ok." when the
     history would not end with an assistant message. Aider runs this in a background thread
     after a turn and applies it when the next prompt is built: here, at the first call of a turn.
 
-    Deviations: spec §7 calls the kept head part a "prefix"; the code at Aider-AI/aider
-    (history.py, the multi-model ChatSummary) keeps the newest part, which we follow. The split
-    also never separates a tool call from its result (Aider's history has no tool calls).
-    Version 2: head suffix and the tail-term quirk, as in the code.
+    ``generation="2024"`` (``aider:2024``, the pre-April-2025 code): the head is walked reversed
+    so its *newest* part that fits is kept, and the recursion test reads the tail size from a
+    list already cut to the head, so the tail term is always 0 (only the summary decides).
+
+    Deviations: the split also never separates a tool call from its result (Aider's history has
+    no tool calls). Version 3: the cited commit's head prefix and full recursion test; the
+    version-2 behaviour is the "2024" generation. (Checked against the issue-10 audit of the
+    cited commit; the stored copy we could read was an older history.py.)
     """
 
     name = "aider"
     citation = "Aider-AI/aider@5dc9490b aider/history.py ChatSummary"
-    version = 2
+    version = 3
 
     estimator: str = "truth"
     """Aider counts with the model's tokenizer (litellm)."""
@@ -71,6 +74,12 @@ class Aider(Strategy):
     min_split: int = 4
     max_depth: int = 3
     head_reserve: int = 512
+    generation: str = "2025"
+    """"2025" (the cited commit) or "2024" (pre-April-2025: head suffix, tail term always 0)."""
+
+    def __post_init__(self) -> None:
+        if self.generation not in ("2025", "2024"):
+            raise ValueError(f"generation must be '2025' or '2024', not {self.generation!r}")
 
     def budget(self, model: ModelProfile) -> int:
         return self.max_chat_history_tokens or history_budget(model)
@@ -119,17 +128,21 @@ class Aider(Strategy):
         if split <= self.min_split:
             return self._summarize_all(messages, session, budget, spent)
         limit = (session.model.max_input or session.model.context_window) - self.head_reserve
-        # Aider reverses the head and keeps its *newest* messages that fit; older ones are dropped.
+        old = self.generation == "2024"
+        pairs = zip(messages[:split], sizes[:split], strict=True)
+        if old:  # the 2024 code reverses the head and keeps its *newest* messages that fit
+            pairs = zip(reversed(messages[:split]), reversed(sizes[:split]), strict=True)
         head, total = [], 0
-        for m, size in zip(reversed(messages[:split]), reversed(sizes[:split]), strict=True):
+        for m, size in pairs:
             total += size
             if total > limit:
                 break
             head.append(m)
-        head.reverse()
+        if old:
+            head.reverse()
         result = (*self._summarize_all(tuple(head), session, budget, spent), *messages[split:])
-        # Aider's check reads the tail size from the list it truncated to the head: it is always 0,
-        # so only the summary's size decides whether to recurse (reproduced as the code does it).
-        if ctx.est(result[0]) < budget:
+        # 2024: the tail size was read from a list already cut to the head (always 0)
+        tail = 0 if old else sum(sizes[split:])
+        if ctx.est(result[0]) + tail < budget:
             return result
         return self._summarize(ctx, result, session, budget, depth + 1, spent)

@@ -44,7 +44,9 @@ class Amp(Strategy):
     BYTES_PER_TOKEN 3.5 (file tokens = ceil(min(bytes, 32 KB) / 3.5)). Amp counts tokens with
     the provider's count API, so the trigger uses truth tokens.
 
-    ``mode="compact"``: the summary replaces every message before the current step.
+    ``mode="compact"``: the summary replaces every message before the current step. (Kept on
+    purpose, unlike Claude Code: Amp's compaction was the user's "Compact Thread" between turns,
+    where the current step is the new prompt, and no public source says what a mid-step one keeps.)
     ``mode="handoff"``: the new thread is [system, one user message = drafted prompt + goal +
     files]; the goal is the latest user message, the files the most recently read or written
     ones, newest first, each capped at 32 KB, added while they fit the 25K-token budget (a file

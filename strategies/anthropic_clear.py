@@ -9,7 +9,9 @@ result on, which is what ``clear_at_least`` exists to make worthwhile).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
+from operator import is_, is_not
 from typing import TYPE_CHECKING
 
 from bench.context import Context
@@ -52,29 +54,43 @@ class AnthropicClearToolUses(Strategy):
     clear_tool_inputs: bool = False
     placeholder: str = PLACEHOLDER
 
-    def _edited(self, ctx: Context, memo: dict | None = None) -> tuple[Context, frozenset[str]]:
+    def _edited(self, ctx: Context, memo: dict | None = None,
+                state: dict | None = None) -> tuple[Context, frozenset[str]]:
         """What the server sends on to the model, and the ids of the cleared tool uses.
 
         ``memo`` (original message id → (original, cleared ids in it, edited copy)) hands back
         the same edited object while a message's cleared set is unchanged, so its token counts
-        stay cached instead of being recounted on every call.
+        stay cached instead of being recounted on every call. ``state`` (the session's) keeps the
+        tool uses seen so far and the last edited view: while the history only grows, only the
+        new messages and those whose cleared set changed are looked at, and the view's totals
+        move by the difference.
         """
         if self.trigger_type == "input_tokens" and ctx.truth <= self.trigger:
             return ctx, frozenset()  # the running total decides; no walk over the history
-        uses = [b for m in ctx.messages for b in m.blocks if isinstance(b, ToolUse)]
+        index = _Index.of(ctx.messages, state, self.exclude_tools)
+        uses = index.uses
         if self.trigger_type == "tool_uses" and len(uses) <= self.trigger:
             return ctx, frozenset()
-        kept = {u.id for u in uses[max(0, len(uses) - self.keep):]} if self.keep > 0 else set()
-        clear = frozenset(u.id for u in uses if u.id not in kept and u.name not in self.exclude_tools)
+        start = max(0, len(uses) - self.keep) if self.keep > 0 else len(uses)
+        kept = {u.id for u in uses[start:]}
+        # the uses before the kept ones that no excluded tool made, minus any id a kept use reuses
+        clear = frozenset(index.clearable[:bisect_left(index.clearable_at, start)]) - kept
         if not clear:
             return ctx, clear
         memo = {} if memo is None else memo
-        out: list[Message] = []
-        for m in ctx.messages:
-            ids = frozenset(b.id if isinstance(b, ToolUse) else b.tool_use_id
-                            for b in (*m.tool_uses, *m.tool_results)) & clear
+        msgs = ctx.messages
+        base = index.view
+        if base is None:
+            base, todo = ctx.replace(()), range(len(msgs))
+        else:
+            changed = index.cleared.symmetric_difference(clear)
+            todo = {k for i in changed for k in index.where.get(i, ())} | set(range(len(base), len(msgs)))
+        out = [*base.messages, *msgs[len(base):]]
+        for k in todo:
+            m = msgs[k]
+            ids = index.ids[k] & clear
             if not ids:
-                out.append(m)
+                out[k] = m
                 continue
             cached = memo.get(id(m))
             if cached is None or cached[0] is not m or cached[1] != ids:
@@ -82,14 +98,15 @@ class AnthropicClearToolUses(Strategy):
                 if self.clear_tool_inputs:
                     new = rewrite_uses(new, lambda u, ids=ids: {} if u.id in ids else None)
                 cached = memo[id(m)] = (m, ids, new)
-            out.append(cached[2])
-        edited = ctx.replace(out)
+            out[k] = cached[2]
+        edited = base.replace(out)
+        index.view, index.cleared = edited, clear
         if ctx.truth - edited.truth < self.clear_at_least:
             return ctx, frozenset()
         return edited, clear
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
-        sent, cleared = self._edited(ctx, session.state.setdefault("edits", {}))
+        sent, cleared = self._edited(ctx, session.state.setdefault("edits", {}), session.state)
         session.state["projection"] = (ctx.messages, sent)
         previous: frozenset[str] = session.state.get("cleared", frozenset())
         if not cleared - previous:
@@ -97,11 +114,52 @@ class AnthropicClearToolUses(Strategy):
         session.state["cleared"] = cleared
         detail = (f"server-side edit (sent only): cleared_tool_uses={len(cleared)} "
                   f"cleared_input_tokens={ctx.truth - sent.truth} placeholder={self.placeholder!r}")
-        touched = sum(1 for a, b in zip(ctx.messages, sent.messages, strict=True) if a is not b)
+        touched = sum(map(is_not, ctx.messages, sent.messages))
         return Outcome(ctx, (event("prune", ctx, sent, touched=touched, detail=detail),))
 
     def project(self, ctx: Context, session: Session) -> Context:
         cached = session.state.get("projection")
         if cached is not None and cached[0] is ctx.messages:
             return cached[1]
-        return self._edited(ctx, session.state.setdefault("edits", {}))[0]
+        return self._edited(ctx, session.state.setdefault("edits", {}), session.state)[0]
+
+
+class _Index:
+    """The tool uses of a growing history, where each id occurs, and the last edited view."""
+
+    def __init__(self, exclude: tuple[str, ...]) -> None:
+        self.messages: tuple[Message, ...] = ()
+        self.exclude = exclude
+        self.uses: list[ToolUse] = []
+        self.clearable: list[str] = []
+        """Ids of the uses no excluded tool made, in order, and their positions in ``uses``."""
+        self.clearable_at: list[int] = []
+        self.ids: list[frozenset[str]] = []
+        """Per message: the ids of its tool uses and tool results."""
+        self.where: dict[str, list[int]] = {}
+        self.view: Context | None = None
+        """The last edited view (of a prefix of ``messages``) and the ids it cleared."""
+        self.cleared: frozenset[str] = frozenset()
+
+    @staticmethod
+    def of(messages: tuple[Message, ...], state: dict | None, exclude: tuple[str, ...]) -> _Index:
+        """The index of ``messages``: the session's, extended, when they extend what it indexed."""
+        index = state.get("clear_index") if state is not None else None
+        if (index is None or index.exclude != exclude or len(messages) < len(index.messages)
+                or not all(map(is_, index.messages, messages))):
+            index = _Index(exclude)
+        for k in range(len(index.messages), len(messages)):
+            m = messages[k]
+            for u in m.tool_uses:
+                if u.name not in exclude:
+                    index.clearable.append(u.id)
+                    index.clearable_at.append(len(index.uses))
+                index.uses.append(u)
+            ids = frozenset(b.id if isinstance(b, ToolUse) else b.tool_use_id for b in (*m.tool_uses, *m.tool_results))
+            index.ids.append(ids)
+            for i in ids:
+                index.where.setdefault(i, []).append(k)
+        index.messages = messages
+        if state is not None:
+            state["clear_index"] = index
+        return index

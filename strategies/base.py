@@ -39,7 +39,13 @@ EVENT_KINDS: tuple[str, ...] = (
     "reinject",    # state re-read from outside after a compaction (files, todo)
     "collapse",    # a read-time projection of what is sent
     "fail",        # the strategy gave up (circuit breaker)
+    "invalid",     # recorded by the replay: the request sent had something the API would reject
 )
+
+
+CUT_LATEST_HUMAN = "the latest user message cut short"
+"""How an event's detail begins when the real agent itself shortens the user's latest message (Codex
+middle-truncates one over 20K tokens): the contract suite accepts a cut-short request only then."""
 
 
 @dataclass(frozen=True)

@@ -53,10 +53,15 @@ class BaseAgent(Strategy):
     unless ``context_limit`` is set to 0. BaseAgent estimates len//4 per part + 4 per message;
     we decide with the shared chars/4 estimate (round, no per-message overhead); the prune walk
     itself uses len//4 per output as BaseAgent does.
+
+    The prune is a per-call view: ``manage_context`` returns the list sent on this call, and the
+    loop keeps a returned list only when it is shorter (a compaction), so pruned outputs come back
+    in full on the next call and are pruned again (version 2; version 1 persisted the prune).
     """
 
     name = "baseagent"
     citation = "PlatformNetwork/baseagent src/core/compaction.py @4755e816; docs/context-management.md"
+    version = 2
 
     context_limit: int = 200_000
     """MODEL_CONTEXT_LIMIT; 0 = use the model's window."""
@@ -115,10 +120,24 @@ class BaseAgent(Strategy):
                for i, m in enumerate(msgs)]
         return ctx.replace(out), total, pruned
 
+    def _view(self, ctx: Context, session: Session) -> tuple[Context, int, int]:
+        """The pruned view of this exact context, computed once per call (before_call and project)."""
+        cached = session.state.get("baseagent.view")
+        if cached is not None and cached[0] is ctx.messages:
+            return cached[1]
+        view = self.prune(ctx)
+        session.state["baseagent.view"] = (ctx.messages, view)
+        return view
+
+    def project(self, ctx: Context, session: Session) -> Context:
+        if not self._over(ctx.estimate, session):
+            return ctx
+        return self._view(ctx, session)[0]
+
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
         if not self._over(ctx.estimate, session):
             return None
-        pruned, scanned, prunable = self.prune(ctx)
+        pruned, scanned, prunable = self._view(ctx, session)
         events: list[Event] = []
         if pruned is not ctx:
             touched = sum(1 for a, b in zip(ctx.messages, pruned.messages, strict=True) if a is not b)
@@ -127,8 +146,8 @@ class BaseAgent(Strategy):
             events.append(event("prune", ctx, pruned, touched=touched,
                                 detail=f"{verdict}: {ctx.estimate} -> {pruned.estimate} tokens "
                                        f"(scan {scanned}, prunable {prunable})"))
-            if sufficient:
-                return Outcome(pruned, tuple(events))
+            if sufficient:  # sent as a view (project); the stored history keeps the outputs
+                return Outcome(ctx, tuple(events))
         head = pruned.messages[:1] if ctx.system else ()
         summary = session.summarize(pruned.messages[len(head):], prompt=COMPACTION_PROMPT,
                                     max_tokens=self.summary_max_tokens)

@@ -9,6 +9,7 @@ next range on what is left, which is the same arithmetic as Cline's over the ful
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from bench.summarizers.extractive import PATH_KEYS
 from bench.tokens import render
 from strategies._tools import (
     last_human_index,
+    quote_latest_human,
     rewrite_results,
     safe_cut,
     text_user,
@@ -26,7 +28,7 @@ from strategies._tools import (
     without_orphan_results,
 )
 from strategies.base import Event, Outcome, Strategy, event
-from traces.model import Message, Text, ToolResult, ToolUse
+from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse
 
 if TYPE_CHECKING:
     from bench.session import Session
@@ -90,13 +92,15 @@ class Cline(Strategy):
     (``useAutoCondense`` defaults to false). Version 2: the message after the cut keeps its
     non-result blocks (Cline strips only the orphaned tool_result blocks). Version 3: the notices
     only replace a text block 0; a first message opening with a tool call (or thinking) is left
-    without one, as in Cline (it no longer gets a text block inserted).
+    without one, as in Cline (it no longer gets a text block inserted). Version 4: the dedup
+    savings share divides by text, tool-result and image characters only, and only block 0 of
+    each user message (calculateContextOptimizationMetrics), not the whole rendered history.
     """
 
     name = "cline"
     citation = ("cline/cline @94f5a47a59d4de809463911aad9b9672ab1cbbbf apps/vscode/src/core/context/"
                 "context-management/ContextManager.ts + context-window-utils.ts + core/prompts/responses.ts")
-    version = 3
+    version = 4
 
     estimator: str = "truth"
     """Cline decides on the provider-reported usage of the previous request, not a local estimate."""
@@ -204,8 +208,9 @@ class Cline(Strategy):
             for bi in sorted(bi for j, bi in stale if j == i):
                 blocks[bi] = self._notice_block(blocks[bi], stale[(i, bi)], uses)
             out[i] = replace(out[i], blocks=tuple(blocks))
-        total = sum(len(render(m)) for m in msgs[1:])
-        saved = sum(len(render(a)) - len(render(b)) for a, b in zip(msgs, out, strict=True) if a is not b)
+        total = sum(_counted_chars(m) for m in msgs[1:])
+        saved = sum(_counted_chars(a, every_block=True) - _counted_chars(b, every_block=True)
+                    for a, b in zip(msgs, out, strict=True) if a is not b)
         touched = sum(1 for a, b in zip(msgs, out, strict=True) if render(a) != render(b))
         return tuple(out), touched, saved / total if total else 0.0
 
@@ -223,6 +228,22 @@ class Cline(Strategy):
         return replace(b, content=FINAL_CONTENT.sub(inner, b.content))
 
 
+def _counted_chars(m: Message, *, every_block: bool = False) -> int:
+    """calculateContextOptimizationMetrics' character count: text, tool-result and image
+    characters only, and of a user message only content block 0 (ContextManager.ts). The savings
+    side counts every rewritten block (our deviation 2 rewrites results beyond block 0)."""
+    blocks = m.blocks if every_block or m.role != "user" else m.blocks[:1]
+    n = 0
+    for b in blocks:
+        if isinstance(b, Text):
+            n += len(b.text)
+        elif isinstance(b, ToolResult):
+            n += len(b.content)
+        elif isinstance(b, Image):
+            n += math.ceil(b.size_bytes * 4 / 3)  # the base64 data Cline measures
+    return n
+
+
 def _with_first_text(m: Message, text: str) -> Message:
     """Cline's edit of content block 0: its text is replaced only when block 0 is a non-empty text
     block (``applyContextHistoryUpdates`` skips any other block type, and the first-user-message
@@ -236,24 +257,71 @@ SDK_PROMPT = (
     "Summarize the conversation above so the work can go on without it. Use these headings: ## Goal; "
     "## State with ### Done, ### In Progress and ### Blocked; ## Highlights; ## Next; ## Files. Keep exact "
     "paths, commands and identifiers. If an earlier context summary is present, fold it in.")
+PRESERVED = "cline_sdk.preserved"
+"""Meta flag of a message basic compaction kept (Cline's ``compaction: preserved`` marker): frozen afterwards."""
+PRESERVED_ASSISTANT_TEXTS = 3
+COMMAND_KEYS = ("command", "cmd", "commands")
+
+
+def is_turn_start(m: Message) -> bool:
+    """isTurnStartMessage: a user message that is neither tool results only nor a compaction summary."""
+    return m.is_human_turn and not m.meta.get("summary")
+
+
+def sdk_cut_index(msgs: tuple[Message, ...] | list[Message], preserve: float, est) -> int:
+    """findCutIndex on Cline's history ``msgs`` (no system message): walk back from the end adding
+    each message's estimate and stop *on* the message whose estimate reaches ``preserve`` (it is
+    kept); the latest turn start clamps the cut only when its index is above 0; then walk back to a
+    safe boundary (an assistant message or a turn start). 0 means nothing to summarize."""
+    total, candidate = 0, len(msgs)
+    for i in range(len(msgs) - 1, -1, -1):
+        total += est(msgs[i])
+        candidate = i
+        if total >= preserve:
+            break
+    if candidate <= 0:
+        return 0
+    last_turn = next((i for i in range(len(msgs) - 1, -1, -1) if is_turn_start(msgs[i])), 0)
+    cut = min(candidate, last_turn) if last_turn > 0 else candidate
+    # deviation guard: a "turn start" that also carries tool results is not a safe boundary here
+    while cut > 0 and (not (msgs[cut].role == "assistant" or is_turn_start(msgs[cut]))
+                       or safe_cut(msgs, cut) != cut):
+        cut -= 1
+    return cut
 
 
 @dataclass(frozen=True, kw_only=True)
 class ClineSdk(Strategy):
-    """The 2026 Cline SDK's agentic compaction: at 90% of the max input, summarize everything
-    before a verbatim tail of about 20K tokens (never cutting past the latest typed prompt) into
-    one "Context summary" user message with a Files section. Source: cline/cline @21cb8d2525bc
-    sdk/packages/core/src/extensions/context/compaction.ts, agentic-compaction.ts.
+    """The 2026 Cline SDK's compaction (prepareTurn before every request). Source: cline/cline
+    @21cb8d2525bc sdk/packages/core/src/extensions/context/compaction.ts (createContextCompactionPrepareTurn),
+    compaction-shared.ts (findCutIndex L331-364, isTurnStartMessage L265, resolveEffectiveMaxInputTokens
+    L51), agentic-compaction.ts (runAgenticCompaction L116), basic-compaction.ts (runBasicCompaction
+    L452), sdk/packages/shared/src/llms/tokens.ts (CHARS_PER_TOKEN = 3, estimateRequestInputTokens).
 
-    Deviations: the summary prompt is ours (same headings); the Files lists come from the tool
-    calls' path inputs; only the system prompt and messages are estimated (no tool schemas);
-    the "basic" (no-LLM) strategy is not modelled, so an overflow runs the agentic one again.
+    Trigger: the whole request (system prompt + messages + tool schemas, JSON, ceil(chars / 3)) ≥ 90%
+    of the max input (the model's max input, else 90% of its window). Auto mode runs the *agentic*
+    strategy: everything before the cut is summarized into one "Context summary" user message (an
+    earlier summary is folded in, only the messages after it are new), the tail is kept verbatim. The
+    cut keeps about ``min(20K, message target)`` tokens: the message crossing that budget is kept, the
+    latest typed prompt clamps the cut only when it is not the first message (a single-task session
+    with one long tool loop still compacts), and a summary is not a turn start. On an overflow error
+    ("overflow_recovery" mode) the deterministic *basic* strategy runs instead, on a target of half
+    the message tokens: typed prompts survive, the newest part of the latest turn that fits (from an
+    assistant message), older turns' final text answers when they fit; dropped work becomes a
+    "<SYSTEM_NOTICE>" of files read / edited / commands run (and the last three assistant texts).
+
+    Deviations: the summary prompt is ours (same headings); the tool schemas are counted as part of
+    the system message (our traces carry them there, not as a separate list); basic compaction's
+    budget projection (its last-resort trimming of kept messages) is not modelled, and orphaned
+    results of a typed message that also carries tool results are stripped; the summary quotes the
+    latest human request when it was summarized away (harness contract).
+    Version 2: the source's cut walk, the message budget net of the system prompt, basic on overflow.
     """
 
     name = "cline:sdk"
     citation = ("cline/cline @21cb8d2525bcedf1f4b6890b27a74a14fe7451e4 sdk/packages/core/src/extensions/context/"
-                "compaction.ts + compaction-shared.ts + agentic-compaction.ts")
-    version = 1
+                "compaction.ts + compaction-shared.ts + agentic-compaction.ts + basic-compaction.ts")
+    version = 2
 
     estimator: str = "json-chars/3"
     trigger_fraction: float = 0.9
@@ -262,7 +330,8 @@ class ClineSdk(Strategy):
     tool_output_max_chars: int = 2_000
     read_tools: tuple[str, ...] = READ_TOOLS
     write_tools: tuple[str, ...] = ("write_to_file", "replace_in_file", "edit_file", "Edit", "Write", "write",
-                                    "edit", "MultiEdit", "str_replace_editor", "apply_patch")
+                                    "edit", "MultiEdit", "str_replace_editor", "apply_patch", "editor")
+    command_tools: tuple[str, ...] = ("execute_command", "run_commands", "bash", "Bash", "shell", "run_command")
 
     @staticmethod
     def max_input(model: ModelProfile) -> float:
@@ -274,35 +343,47 @@ class ClineSdk(Strategy):
         return self.trigger_fraction * self.max_input(model)
 
     def limits(self, model: ModelProfile, msgs: tuple[Message, ...]) -> tuple[float, float]:
-        """(trigger, target) in estimated tokens. Counting pairs walks the history: call it only
-        once the trigger (a running total against a constant) has fired."""
+        """(trigger, target) of the whole request in estimated tokens (resolveAutoRequestTargetTokens).
+        Counting pairs walks the history: call it only once the trigger has fired."""
         max_input, trigger = self.max_input(model), self.trigger(model)
-        pairs = sum(1 for a, b in zip(msgs, msgs[1:], strict=False) if a.role == "user" and b.role == "assistant")
+        pairs, pending = 0, False
+        for m in msgs:
+            if m.role == "user":
+                pending = True
+            elif m.role == "assistant" and pending:
+                pairs, pending = pairs + 1, False
         target = 0.5 * max_input if pairs >= 5 and model.max_output < max_input else 0.7 * trigger
-        return trigger, min(target, trigger - 1)
+        return trigger, max(1, min(int(target), max_input, max(1, trigger - 1)))
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
-        if ctx.estimate < self.trigger(session.model):
+        trigger = self.trigger(session.model)
+        if ctx.estimate < trigger:
             return None
-        return self.compact(ctx, session, self.limits(session.model, ctx.messages)[1])
+        overhead = ctx.est(ctx.system) if ctx.system else 0
+        target = max(1, int(self.limits(session.model, ctx.messages)[1] - overhead))
+        return self.agentic(ctx, session, min(self.preserve_recent_tokens, target))
 
     def on_overflow(self, ctx: Context, session: Session) -> Outcome | None:
-        return self.compact(ctx, session, self.limits(session.model, ctx.messages)[1])
+        overhead = ctx.est(ctx.system) if ctx.system else 0
+        message_trigger = max(1, int(self.trigger(session.model) - overhead))
+        target = max(1, int(min(message_trigger, (ctx.estimate - overhead) * 0.5)))
+        return self.basic(ctx, min(target, message_trigger))
 
-    def compact(self, ctx: Context, session: Session, target: float) -> Outcome | None:
+    def agentic(self, ctx: Context, session: Session, preserve: float) -> Outcome | None:
+        """runAgenticCompaction: summarize Cline's messages before the cut into one summary message."""
+        first = 1 if ctx.system else 0
         msgs = ctx.messages
-        keep = min(self.preserve_recent_tokens, target)
-        cut, size = len(msgs), 0
-        while cut > 2 and size + ctx.est(msgs[cut - 1]) <= keep:
-            cut, size = cut - 1, size + ctx.est(msgs[cut - 1])
-        cut = min(cut, max(last_human_index(msgs), 1))
-        while cut > 1 and (msgs[cut].is_tool_result or safe_cut(msgs, cut) != cut):
-            cut -= 1  # back to an assistant message or a typed prompt
-        head = msgs[1:cut]
-        if not head or (len(head) == 1 and head[0].meta.get("summary")):
+        history = msgs[first:]
+        cut = sdk_cut_index(history, preserve, ctx.est)
+        if cut <= 0 or cut >= len(history):
+            return None
+        head = history[:cut]
+        last_summary = next((i for i in range(len(head) - 1, -1, -1) if head[i].meta.get("summary")), -1)
+        if not head[last_summary + 1:]:
             return None
         clip = self.tool_output_max_chars
-        sent = tuple(rewrite_results(m, lambda r: r.content[:clip] if len(r.content) > clip else None) for m in head)
+        sent = tuple(rewrite_results(m, lambda r: f"{r.content[:clip]}\n...[truncated {len(r.content) - clip} chars]"
+                                     if len(r.content) > clip else None) for m in head)
         summary = session.summarize(sent, prompt=SDK_PROMPT, max_tokens=self.summary_max_tokens)
         read, written = session.state.setdefault("cline_sdk.files", ({}, {}))
         for u in (u for m in head for u in m.tool_uses):
@@ -310,8 +391,130 @@ class ClineSdk(Strategy):
                 read.setdefault(path, None)
             elif path and u.name in self.write_tools:
                 written.setdefault(path, None)
-        files = f"## Files\n- Read: {', '.join(read) or '(none)'}\n- Modified: {', '.join(written) or '(none)'}"
-        message = text_user(f"Context summary:\n\n{summary.text}\n\n{files}", summary=True)
-        after = ctx.replace((msgs[0], message, *msgs[cut:]))
-        return Outcome(after, (event("summarize", ctx, after, touched=len(head),
-                                     summary_tokens=summary.output_tokens),))
+        text = summary.text
+        if not re.search(r"^## Files$", text, re.I | re.M):  # ensureFilesSection
+            text += (f"\n\n## Files\nRead:\n{_dashes(read)}\nModified:\n{_dashes(written)}")
+        text = quote_latest_human(text, msgs, history[cut:])
+        message = text_user(f"Context summary:\n\n{text}", summary=True)
+        after = ctx.replace((*msgs[:first], message, *history[cut:]))
+        return Outcome(after, (event("summarize", ctx, after, touched=cut,
+                                     summary_tokens=summary.output_tokens, detail="agentic"),))
+
+    def basic(self, ctx: Context, target: float) -> Outcome | None:
+        """runBasicCompaction (the overflow_recovery path): keep typed prompts, the newest messages of
+        the latest turn that fit and older turns' final answers; fold dropped work into notices."""
+        first = 1 if ctx.system else 0
+        msgs = ctx.messages
+        h = msgs[first:]
+        if len(h) < 2:
+            return None
+        typed = [i for i, m in enumerate(h) if is_turn_start(m) and (m.text.strip() or len(m.blocks) > 1
+                                                                     or not isinstance(m.blocks[0], Text))]
+        if not typed:
+            return None
+        latest = typed[-1]
+        total = sum(ctx.est(h[i]) for i in typed)
+        frozen = {i for i, m in enumerate(h) if m.meta.get(PRESERVED) and i not in typed}
+        total += sum(ctx.est(h[i]) for i in frozen)
+        start, acc = len(h), 0
+        for i in range(len(h) - 1, latest, -1):
+            if i in frozen:
+                break
+            cost = ctx.est(h[i])
+            if total + acc + cost > target:
+                break
+            acc, start = acc + cost, i
+        while start < len(h) and h[start].role != "assistant":
+            start += 1
+        extra = set(range(start, len(h)))
+        total += sum(ctx.est(h[i]) for i in extra)
+        finals: dict[int, Message] = {}
+        for b in range(len(typed) - 2, -1, -1):
+            for i in range(typed[b + 1] - 1, typed[b], -1):
+                if i in frozen:
+                    break
+                m = h[i]
+                if m.role != "assistant" or m.tool_uses:
+                    continue
+                kept_blocks = tuple(x for x in m.blocks if not isinstance(x, Thinking))
+                if any(isinstance(x, Text) and x.text.strip() for x in kept_blocks):
+                    final = replace(m, blocks=kept_blocks)
+                    if total + ctx.est(final) <= target:
+                        finals[i] = final
+                        total += ctx.est(final)
+                break
+        kept: list[tuple[int, Message]] = []
+        for i, m in enumerate(h):
+            if i in typed or i in frozen or i in extra:
+                kept.append((i, m))
+            elif i in finals:
+                kept.append((i, finals[i]))
+        merged = self._merged(kept, h)
+        if [id(m) for m in merged] == [id(m) for m in h]:
+            return None
+        marked = [m if is_turn_start(m) or m.meta.get(PRESERVED) else replace(m, meta={**m.meta, PRESERVED: True})
+                  for m in merged]
+        dropped = [m for i, m in enumerate(h) if i not in {j for j, _ in kept}]
+        out = without_orphan_results((*msgs[:first], *marked), dropped)
+        after = ctx.replace(out)
+        return Outcome(after, (event("drop", ctx, after, touched=len(h) - len(merged), detail="basic"),))
+
+    def _merged(self, kept: list[tuple[int, Message]], h: tuple[Message, ...]) -> list[Message]:
+        """mergeAdjacentUserTurns: runs of typed prompts become one message with the dropped work
+        between them as a notice; work dropped after a typed prompt is appended to it."""
+        texts = [i for i in range(len(h) - 1, -1, -1) if h[i].role == "assistant" and h[i].text.strip()]
+        recent = set(texts[:PRESERVED_ASSISTANT_TEXTS])
+        out: list[tuple[int, int, Message, bool]] = []  # first, last original index, message, typed
+        k = 0
+        while k < len(kept):
+            i, m = kept[k]
+            if not is_turn_start(m):
+                out.append((i, i, m, False))
+                k += 1
+                continue
+            blocks = list(m.blocks)
+            end = k
+            while end + 1 < len(kept) and is_turn_start(kept[end + 1][1]):
+                prev, cur = kept[end][0], kept[end + 1][0]
+                if cur > prev + 1 and (notice := self._notice(h[prev + 1:cur], prev + 1, recent, h)):
+                    blocks.append(notice)
+                blocks.extend(kept[end + 1][1].blocks)
+                end += 1
+            out.append((i, kept[end][0], replace(m, blocks=tuple(blocks)) if end > k else m, True))
+            k = end + 1
+        result: list[Message] = []
+        for n, (_, last, m, is_typed) in enumerate(out):
+            gap_end = out[n + 1][0] if n + 1 < len(out) else len(h)
+            if is_typed and gap_end > last + 1 and (notice := self._notice(h[last + 1:gap_end], last + 1, recent, h)):
+                m = replace(m, blocks=(*m.blocks, notice))
+            result.append(m)
+        return result
+
+    def _notice(self, span: tuple[Message, ...], offset: int, recent: set[int], h: tuple[Message, ...]) -> Text | None:
+        """buildDroppedWorkSummaryBlock over summarizeToolActivity of the dropped span."""
+        read: dict[str, None] = {}
+        edited: dict[str, None] = {}
+        commands: dict[str, None] = {}
+        for u in (u for m in span for u in m.tool_uses):
+            path = _path(u)
+            if path and u.name in self.read_tools:
+                read.setdefault(path, None)
+            elif path and u.name in self.write_tools:
+                edited.setdefault(path, None)
+            elif u.name in self.command_tools:
+                cmd = next((v for k in COMMAND_KEYS if isinstance(v := u.input.get(k), str) and v), None)
+                if cmd:
+                    commands.setdefault(cmd, None)
+        responses = [h[offset + j].text.strip() for j in range(len(span)) if offset + j in recent]
+        if not (read or edited or commands or responses):
+            return None
+        body = (f"Files read:\n{chr(10).join(read)}\n\nFiles edited:\n{chr(10).join(edited)}\n\n"
+                f"Commands ran:\n{chr(10).join(commands)}")
+        if responses:
+            body += "\n\nYour recent responses:\n" + "\n---\n".join(responses)
+        return Text("<SYSTEM_NOTICE>\nEarlier context was compacted. Summary of your actions after the request "
+                    f"above:\n{body}</SYSTEM_NOTICE>")
+
+
+def _dashes(paths: dict[str, None]) -> str:
+    return "\n".join(f"- {p}" for p in sorted(paths)) or "- none"

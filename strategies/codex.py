@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from bench.context import Context
 from strategies._tools import drop_range, last_assistant_index, rewrite_results, text_user
-from strategies.base import Event, Outcome, Strategy, event
+from strategies.base import CUT_LATEST_HUMAN, Event, Outcome, Strategy, event
 from traces.model import Message
 
 if TYPE_CHECKING:
@@ -78,35 +78,46 @@ class Codex(Strategy):
     the 90% limit anyway), and the 2025 "memento" summary prompt (``codex:2025`` uses today's).
     ``codex:2025`` is the Sept–Oct 2025 generation: the flat 256K limit and the single "history
     bridge" user message (user messages joined by blank lines, or "(none)", then the prefixed
-    summary).
+    summary). ``codex:0.140`` (0.140+): the limit is 90% of the effective window (context_window ×
+    effective_context_window_percent / 100, default 95, as ``get_model_context_window``); the
+    remote (server-side) compaction of OpenAI models is not modelled. Version 3: the
+    tool-output truncation unit follows the model (bytes unless *-codex).
     """
 
     name = "codex"
     citation = ("openai/codex @0100b103625752f6a10c21b79a8c423761dc4c6a codex-rs/core/src/compact.rs; "
                 "templates/compact/summary_prefix.md @50a53333; protocol/src/openai_models.rs; models.json @21dac7d7")
-    version = 2
+    version = 3
 
     estimator: str = "bytes/4"
     limit_fraction: float | None = 0.9
     """auto_compact_token_limit as a share of the window (2026: min(configured, 90%))."""
     auto_compact_limit: int | None = None
     """A configured limit in tokens; mid-2025 Codex used a flat 256,000 for every model."""
+    effective_window_percent: int = 100
+    """Codex 0.140+: the limit is a share of the *effective* window, context_window ×
+    effective_context_window_percent / 100 (ModelInfo default 95; get_model_context_window)."""
     user_message_max_tokens: int = 20_000
     tool_output_limit: int = 10_000
-    tool_output_unit: str = "tokens"
-    """truncation_policy of gpt-5.x-codex: 10,000 tokens; unknown models: 10,000 "bytes"."""
+    tool_output_unit: str = "auto"
+    """truncation_policy (models.json): ``Tokens(10_000)`` only for the *-codex families; the default
+    (gpt-5.x base models, unknown models) is ``Bytes(10_000)``. "auto" picks it from the session's
+    model id; "tokens" / "bytes" force one."""
     serialization_allowance: float = 1.2
     history_form: str = "separate"
     """"separate" (late 2025+: kept user messages, then the prefixed summary) or "bridge" (Sept-Oct
     2025: one user message from templates/compact/history_bridge.md holding both)."""
 
     def __post_init__(self) -> None:
+        if self.tool_output_unit not in ("auto", "tokens", "bytes"):
+            raise ValueError(f"tool_output_unit must be 'auto', 'tokens' or 'bytes', not {self.tool_output_unit!r}")
         if self.history_form not in ("separate", "bridge"):
             raise ValueError(f"history_form must be 'separate' or 'bridge', not {self.history_form!r}")
 
     def limit(self, window: int) -> float:
         limits = [x for x in (self.auto_compact_limit,
-                              window * self.limit_fraction if self.limit_fraction and window else None)
+                              window * self.effective_window_percent // 100 * self.limit_fraction
+                              if self.limit_fraction and window else None)
                   if x is not None]
         return min(limits) if limits else math.inf
 
@@ -120,11 +131,18 @@ class Codex(Strategy):
             return ctx.estimate
         return usage.prompt_tokens + usage.output_tokens + sum(ctx.est(m) for m in ctx.messages[last + 1:])
 
+    def output_unit(self, model_id: str) -> str:
+        """The truncation policy's unit for this model: tokens for a *-codex family, else bytes."""
+        if self.tool_output_unit != "auto":
+            return self.tool_output_unit
+        return "tokens" if "codex" in model_id.lower() else "bytes"
+
     def on_tool_result(self, ctx: Context, session: Session) -> Outcome | None:
+        unit = self.output_unit(session.model.id)
         budget = int(self.tool_output_limit * self.serialization_allowance)
-        max_bytes = budget * 4 if self.tool_output_unit == "tokens" else budget
+        max_bytes = budget * 4 if unit == "tokens" else budget
         last = ctx.messages[-1]
-        new = rewrite_results(last, lambda r: middle_truncate(r.content, max_bytes, self.tool_output_unit))
+        new = rewrite_results(last, lambda r: middle_truncate(r.content, max_bytes, unit))
         if new is last:
             return None
         after = ctx.replace((*ctx.messages[:-1], new))
@@ -152,7 +170,8 @@ class Codex(Strategy):
         summary = session.summarize((system, *request), prompt=COMPACT_PROMPT,
                                     max_tokens=session.model.max_output)
         text = f"{SUMMARY_PREFIX}\n{summary.text or '(no summary available)'}"
-        kept = self.recent_user_messages(user_messages(history))
+        texts = user_messages(history)
+        kept = self.recent_user_messages(texts)
         if self.history_form == "bridge":  # Sept-Oct 2025: one user message carries it all
             bridge = "\n\n".join((BRIDGE_LEAD, "\n\n".join(kept) or "(none)", text))
             after = ctx.replace((system, text_user(bridge, summary=True)))
@@ -161,6 +180,10 @@ class Codex(Strategy):
         events: tuple[Event, ...] = (event("summarize", ctx, after, touched=len(history),
                                            summary_tokens=summary.output_tokens,
                                            detail=f"trimmed {trimmed} oldest item(s)" if trimmed else ""),)
+        if texts and kept[-1:] != texts[-1:]:  # Codex's own cut, recorded rather than hidden (issue 11)
+            events += (event("truncate", after, after, touched=1,
+                             detail=f"{CUT_LATEST_HUMAN}: over {self.user_message_max_tokens:,} tokens, "
+                                    f"middle-truncated"),)
         return Outcome(after, events)
 
     def recent_user_messages(self, texts: list[str]) -> list[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bench.context import Context
-from strategies._tools import quote_latest_human, text_assistant, text_user
+from strategies._tools import new_human_turn, quote_latest_human, text_assistant, text_user
 from strategies.base import Outcome, Strategy, event
 from traces.model import Message, Text, Thinking, ToolResult, ToolUse
 
@@ -68,19 +68,27 @@ def text_only(m: Message) -> bool:
 class Goose(Strategy):
     """Goose ``check_if_compaction_needed`` + ``compact_messages`` (auto, not manual).
 
-    Source: SRC, ``crates/goose/src/prompts/compaction.md`` @ 11453df8 (spec §8).
-    Trigger before each call: the session's last reported total tokens (prompt + output of the
-    previous call; a tokenizer count of the messages on the first call) / window > 0.8; a 413
-    compacts too. The summary of every agent-visible message (thinking dropped) is a user
-    message, then the assistant continuation note (conversation text when the latest text-only
-    user message was the last message, tool-loop text otherwise), then a copy of that user
-    text. A summary request over the window is retried after removing 0, 10, 20, 50, 100% of
-    the tool-response messages middle-out; past 100% Goose gives up (the session fails).
-    The summary call is assumed to use the agent's window and ``summary_max_tokens`` output.
+    Source: SRC, ``crates/goose/src/prompts/compaction.md`` @ 11453df8 (spec §8),
+    ``crates/goose/src/agents/agent.rs`` (``reply`` / ``reply_internal``).
+    Trigger placement: ``reply`` runs ``check_if_compaction_needed`` once per user message, at the
+    start of the reply (before the first call of that turn); inside the tool loop
+    (``reply_internal``) only a context-length error from the provider compacts. The check: the
+    session's last reported total tokens (prompt + output of the previous call; a tokenizer count
+    of the messages on the first call) / window > 0.8. The summary of every agent-visible
+    message (thinking dropped) is a user message, then the assistant continuation note
+    (conversation text when the latest text-only user message was the last message, tool-loop
+    text otherwise), then a copy of that user text. A summary request over the window is
+    retried after removing 0, 10, 20, 50, 100% of the tool-response messages middle-out; past
+    100% Goose gives up (the session fails). The summary call is assumed to use the agent's
+    window and ``summary_max_tokens`` output.
+    Evidence for the placement: the audit of agent.rs for issue 10; we could not re-read the line
+    (the repository snapshot is over the fetch limit), so the line numbers are not cited.
+    Version 2: the 80% check only at the start of a reply, not before every call of the tool loop.
     """
 
     name = "goose"
-    citation = SRC
+    citation = SRC + " + crates/goose/src/agents/agent.rs (reply / reply_internal)"
+    version = 2
 
     estimator: str = "truth"
     threshold: float = 0.8
@@ -95,6 +103,8 @@ class Goose(Strategy):
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
         if not 0.0 < self.threshold < 1.0:
+            return None
+        if new_human_turn(ctx.messages) < 0:  # mid tool loop: only a context-length error compacts
             return None
         if self._tokens(ctx, session) / session.model.context_window <= self.threshold:
             return None

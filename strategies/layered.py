@@ -17,11 +17,13 @@ from strategies._tools import (
     is_read_only,
     last_assistant_index,
     latest_human,
+    new_human_turn,
     remember_files,
     rewrite_results,
     step_start,
     text_user,
     tool_inputs,
+    unanswered_start,
 )
 from strategies.base import Event, Outcome, Strategy, event
 from traces.model import Message, ToolResult, ToolUse, orphans
@@ -60,10 +62,14 @@ class FiveLayer(Strategy):
     projection). L2 replaces old outputs with "[Tool result cleared: <tool>, <n> tokens]" and
     removes old read-only calls (use and result) entirely, keeping the 5 newest results.
     L4 breaker: one reactive attempt; a second consecutive 413 ends the session (``fail``).
+    L3/L4 summarize the whole history, the step in flight included: §4.1's rebuilt history is the
+    summary message and the re-injected attachments, with no verbatim tail (version 2; version 1
+    kept the current step verbatim, which ``keep_step_in_flight=True`` restores).
     """
 
     name = "five-layer"
     citation = "seed 5-layer defense; Claude Code services/compact/* per spec/strategies.md §4.1"
+    version = 2
 
     estimator: str = "chars/4"
     persist_pct: float | None = 0.60
@@ -88,9 +94,17 @@ class FiveLayer(Strategy):
     restore_total_tokens: int = 50_000
     max_reactive_attempts: int = 1
     collapse: bool = True
+    keep_step_in_flight: bool = False
+    reserve_summary_output: bool = True
+    """The effective window is the window less min(max output, 20K); Claude Code 1.0.x took a share
+    of the whole window instead."""
+    """Keep the current step (the last call and its results) verbatim after the summary; Claude
+    Code summarizes it (its compact boundary follows the last tool result)."""
 
     def effective_window(self, session: Session) -> int:
         model = session.model
+        if not self.reserve_summary_output:
+            return model.context_window
         return model.context_window - min(model.max_output, self.summary_max_tokens)
 
     def autocompact_threshold(self, session: Session) -> int:
@@ -220,7 +234,9 @@ class FiveLayer(Strategy):
 
     def _compact(self, ctx: Context, session: Session, label: str) -> tuple[Context, list[Event]] | None:
         head = ctx.messages[:1] if ctx.system else ()
-        cut = max(step_start(ctx.messages), len(head))
+        cut = max(step_start(ctx.messages) if self.keep_step_in_flight else unanswered_start(ctx.messages), len(head))
+        if not self.keep_step_in_flight and (opened := new_human_turn(ctx.messages)) >= len(head):
+            cut = min(cut, opened)  # a prompt that opens the step is not summarized away
         history, tail = ctx.messages[len(head):cut], ctx.messages[cut:]
         if not history:
             return None
@@ -306,11 +322,20 @@ class ClaudeCode(FiveLayer):
     pre-compaction count at call 61 (170,251 provider tokens) still holds every old output (the
     same ~51-57K of system prompt and tools over our count as the other session); with the
     microcompact on, a replay would have cleared ~39K tokens there.
+
+    The step in flight is summarized, not kept: in the recorded sessions (claude-code__marot-spotter
+    258c7280, records 1254-1256) the ``compact_boundary`` follows the last tool result, then comes
+    the summary and straight the next assistant message (version 3; version 2 kept the step).
+    The trigger still counts it (the recorded pre-compaction size includes it).
+
+    ``claude-code:1.0`` (Claude Code 1.0.x, 2025): auto-compact at 92% of the whole window (no
+    output reserve, no 13K buffer), as public reverse-engineering notes of the 1.0 bundle describe
+    it; no source or recorded 1.0 session confirms it here (medium-low confidence).
     """
 
     name = "claude-code"
     citation = "Claude Code services/compact/autoCompact.ts, prompt.ts (issues #12004, #31806); spec §4.1"
-    version = 2
+    version = 3
 
     persist_pct: float | None = None
     microcompact_pct: float | None = None

@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING
 
 from bench.context import Context
 from bench.pricing import ModelProfile
-from strategies._tools import new_human_turn, rewrite_results, safe_cut, text_assistant, text_user, tool_names
+from strategies._tools import (
+    latest_human_index,
+    new_human_turn,
+    quote_latest_human,
+    rewrite_results,
+    safe_cut,
+    text_assistant,
+    text_user,
+    tool_names,
+)
 from strategies.base import Outcome, Strategy, event
 from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse, Usage
 
@@ -73,12 +82,14 @@ class OpenCode(Strategy):
     sends the serialized head as one text message per OpenCode message rather than one joined
     message; not modelled: the "suffix" mode, the v2 core compactor (§1.7), the optional
     ``autoCompactStalled`` guard, the media paragraph before an overflow's continue message.
+    Version 2: the reactive (overflow) path excludes the last user turn and replays it after the
+    summary (issue-10 audit of compaction.ts).
     """
 
     name = "opencode"
     citation = ("sst/opencode packages/opencode/src/session/compaction.ts @3df4a25506fb (tail) and classic "
                 "fork snapshots; session/overflow.ts @31e22f65e; provider/transform.ts @47767a7c")
-    version = 1
+    version = 2
 
     estimator: str = "chars/4"
     generation: str = "classic"
@@ -141,7 +152,24 @@ class OpenCode(Strategy):
         return Outcome(new, tuple(events)) if events else None
 
     def on_overflow(self, ctx: Context, session: Session) -> Outcome | None:
-        return self.compact(ctx, session)
+        """Reactive (overflow) compaction: the last user turn is left out of the summary and
+        replayed after it (in place of the continue message); a session whose only user turn is
+        the first message compacts as usual."""
+        msgs = ctx.messages
+        last = latest_human_index(msgs)
+        if last <= 1:
+            return self.compact(ctx, session)
+        done = self.compact(ctx.replace(msgs[:last]), session)
+        if done is None:
+            return None
+        rebuilt = done.context.messages
+        if rebuilt and rebuilt[-1].meta.get("synthetic"):
+            rebuilt = rebuilt[:-1]  # the replayed user turn takes the continue message's place
+        after = ctx.replace((*rebuilt, *msgs[last:]))
+        ev = done.events[0]
+        return Outcome(after, (event("summarize", ctx, after, touched=ev.messages_touched,
+                                     summary_tokens=ev.summary_tokens, detail=f"{ev.detail}: overflow, "
+                                     "last user turn replayed"),))
 
     # -- prune (§1.3) -----------------------------------------------------------------------------
     def output_estimate(self, text: str, session: Session) -> int:
@@ -203,7 +231,8 @@ class OpenCode(Strategy):
                                         max_tokens=self.max_output(session.model))
             head_len = len(head)
         cont = CONTINUE_CLASSIC if self.generation == "classic" else CONTINUE_2026
-        rebuilt = (system, text_user(QUESTION, compaction=True), text_assistant(summary.text, summary=True),
+        text = quote_latest_human(summary.text, ctx.messages, tail)  # the harness contract (issue 11)
+        rebuilt = (system, text_user(QUESTION, compaction=True), text_assistant(text, summary=True),
                    *tail, text_user(cont, synthetic=True))
         after = ctx.replace(rebuilt)
         return Outcome(after, (event("summarize", ctx, after, touched=head_len,

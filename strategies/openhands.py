@@ -58,6 +58,15 @@ def render(messages: list[Message] | tuple[Message, ...], original: tuple[Messag
     return tuple(out)
 
 
+def event_count(m: Message) -> int:
+    """V1 events in one message: one ActionEvent per tool call (parallel calls are several), one
+    ObservationEvent per result, plus a MessageEvent for text beside them; else one event."""
+    calls = len(m.tool_uses) + len(m.tool_results)
+    if not calls:
+        return 1
+    return calls + (1 if m.role == "user" and any(isinstance(b, Text) and b.text for b in m.blocks) else 0)
+
+
 def keep_indices(ctx: Context, indices: set[int]) -> tuple[Message, ...]:
     """The messages at ``indices`` (plus the latest human turn, see class docs), rendered."""
     human = latest_human_index(ctx.messages)
@@ -79,14 +88,19 @@ class LLMSummarizing(Strategy):
     call from its result; fewer than minimum_progress × len forgotten → nothing. The summary is
     a user message at the start offset. A hard requirement that finds nothing to forget does a
     hard context reset: everything after the system prompt into one summary.
+    V1 counts events, not messages: one per tool call and one per result (a message with parallel
+    calls is several events); keep_first and the kept suffix are event counts, a message the cut
+    splits is forgotten whole (version 2).
     V0 (``openhands:v0``: server pipeline keep_first 4, max_size 120): EVENTS and REQUEST only,
-    head + summary + the last max_size//2 − keep_first − 1 events, the previous summary fed to
-    the summarizer as context, unmatched calls dropped. Not modelled: V1 tool-loop boundaries
+    head + summary + the last max_size//2 − keep_first − 1 events (on a condensation request
+    too: V0 keeps ``max_size // 2``, not half the current view; version 2), the previous summary
+    fed to the summarizer as context, unmatched calls dropped. Not modelled: V1 tool-loop boundaries
     (thinking across a loop), V0 max_event_length truncation of the summarizer's input.
     """
 
     name = "openhands"
     citation = V1
+    version = 2
 
     estimator: str = "truth"
     generation: str = "v1"
@@ -104,8 +118,9 @@ class LLMSummarizing(Strategy):
         model = session.model.max_input or session.model.context_window
         return model if self.max_tokens is None else min(self.max_tokens, model)
 
-    def _suffix(self, ctx: Context, reasons: set[str], limit: int | None) -> int:
-        n, suffixes = len(ctx), []
+    def _suffix(self, ctx: Context, reasons: set[str], limit: int | None, n: int) -> int:
+        """How many events (not messages) to keep at the end; ``n`` is the view's event count."""
+        suffixes = []
         if "request" in reasons:
             suffixes.append(n // 2 - self.keep_first - 1)
         if "events" in reasons:
@@ -118,13 +133,13 @@ class LLMSummarizing(Strategy):
                 if freed > reduce:
                     prefix = i + 1
                     break
-            suffixes.append(len(events) - prefix if reduce > 0 else len(events))
+            suffixes.append(sum(event_count(m) for m in events[prefix:]) if reduce > 0 else n)
         return min(suffixes)
 
     def _condense(self, ctx: Context, session: Session, reasons: set[str]) -> Outcome | None:
         msgs, n = ctx.messages, len(ctx)
         if self.generation == "v0":
-            tail = (n // 2 if "request" in reasons else self.max_size // 2) - self.keep_first - 1
+            tail = self.max_size // 2 - self.keep_first - 1  # a condensation request too: max_size // 2
             if tail <= 0:
                 return None
             start, end = self.keep_first, n - tail
@@ -132,10 +147,20 @@ class LLMSummarizing(Strategy):
             forgotten = [m for m in msgs[start:end] if not m.meta.get("summary")]
             inputs = (previous, *forgotten) if previous is not None else tuple(forgotten)
         else:
-            start = safe_cut(msgs, self.keep_first)
-            end = safe_cut(msgs, n - self._suffix(ctx, reasons, self._limit(session)))
+            counts = [event_count(m) for m in msgs]
+            total = sum(counts)
+            start, seen = 0, 0
+            while start < n and seen < self.keep_first:  # the first keep_first events
+                seen += counts[start]
+                start += 1
+            start = safe_cut(msgs, start)
+            keep, kept, end = self._suffix(ctx, reasons, self._limit(session), total), 0, n
+            while end > 0 and kept + counts[end - 1] <= keep:  # a message split by the cut is forgotten
+                kept += counts[end - 1]
+                end -= 1
+            end = safe_cut(msgs, max(end, start))
             forgotten = inputs = msgs[start:end]
-            if not forgotten or len(forgotten) < n * self.minimum_progress:
+            if not forgotten or sum(counts[start:end]) < total * self.minimum_progress:
                 return None
         if not forgotten:
             return None
@@ -158,7 +183,16 @@ class LLMSummarizing(Strategy):
                                      detail="hard context reset: the whole view into one summary"),))
 
     def _reasons(self, ctx: Context, session: Session) -> set[str]:
-        reasons = {"events"} if len(ctx) > self.max_size else set()
+        if self.generation == "v0" or len(ctx) > self.max_size:
+            over = len(ctx) > self.max_size
+        else:  # V1 counts events: stop counting once past max_size (O(max_size), not O(history))
+            seen = 0
+            for m in ctx.messages:
+                seen += event_count(m)
+                if seen > self.max_size:
+                    break
+            over = seen > self.max_size
+        reasons = {"events"} if over else set()
         limit = self._limit(session)
         if self.generation == "v1" and limit is not None and ctx.estimate > limit:
             reasons.add("tokens")

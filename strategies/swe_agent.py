@@ -9,6 +9,7 @@ exactly the rolling rewrite that breaks the prompt cache from that point on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
@@ -70,24 +71,44 @@ class LastNObservations(Strategy):
             raise ValueError("n and polling must be positive integers")
 
     def masked(self, ctx: Context, session: Session) -> tuple[Context, frozenset[str]]:
-        """The view sent this call and the ids it elides (message objects reused across calls)."""
-        ids = last_n_elided(ctx.messages, self.n, self.polling)
-        if not ids:
-            return ctx, ids
+        """The view sent this call and the ids it elides (message objects reused across calls).
+
+        Incremental while the stored history only grows (as it does here): the previous view is
+        kept in ``session.state``, and only the new messages and those holding a newly elided
+        output are rewritten; the view's totals move by the difference. Anything else (a summary
+        rewrote the history) recomputes the view from scratch, with the same result.
+        """
+        view: _View | None = session.state.get("last_n_view")
+        msgs = ctx.messages
+        if view is None or not view.follows(msgs):
+            view = _View.start(msgs, ctx)
+        obs = view.obs
+        for k in range(len(view.messages), len(msgs)):
+            for r in msgs[k].tool_results:
+                obs.append(r.tool_use_id)
+                view.where.setdefault(r.tool_use_id, []).append(k)
+        last_removed = max(0, (len(obs) // self.polling) * self.polling - self.n)
+        newly = [i for i in obs[max(1, view.removed):last_removed] if i is not None]
+        ids = view.ids | frozenset(newly)
+        touched = {k for i in newly for k in view.where[i]} | set(range(len(view.messages), len(msgs)))
+        out = [*view.sent.messages, *msgs[len(view.messages):]]
         memo: dict[int, tuple[Message, frozenset[str], Message]] = session.state.setdefault("elided", {})
-        out = []
-        for m in ctx.messages:
+        for k in touched:
+            m = msgs[k]
             mine = frozenset(r.tool_use_id for r in m.tool_results if r.tool_use_id in ids)
             if not mine:
-                out.append(m)
+                out[k] = m
                 continue
             cached = memo.get(id(m))
             if cached is None or cached[0] is not m or cached[1] != mine:
                 masked = rewrite_results(m, lambda r, mine=mine: elided(r.content) if r.tool_use_id in mine else None)
                 cached = (m, mine, masked)
                 memo[id(m)] = cached
-            out.append(cached[2])
-        return ctx.replace(out), ids
+            out[k] = cached[2]
+        sent = view.sent.replace(out) if ids else ctx
+        session.state["last_n_view"] = _View(msgs, obs, view.where, max(view.removed, last_removed), ids, sent,
+                                             view.fixed)
+        return sent, ids
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
         sent, ids = self.masked(ctx, session)
@@ -104,3 +125,36 @@ class LastNObservations(Strategy):
         if cached is not None and cached[0] is ctx.messages:
             return cached[1]
         return self.masked(ctx, session)[0]
+
+
+@dataclass(frozen=True)
+class _View:
+    """What ``LastNObservations.masked`` remembers between calls (in ``session.state``)."""
+
+    messages: tuple[Message, ...]
+    """The stored history the view was made from."""
+    obs: list[str | None]
+    """Its observations in order (``observation_ids``), extended in place as the history grows."""
+    where: dict[str, list[int]]
+    """Tool-use id → positions of the messages holding its result."""
+    removed: int
+    """``last_removed`` of that call: ``obs[1:removed]`` are elided."""
+    ids: frozenset[str]
+    sent: Context
+    """The view sent."""
+
+    fixed: bool
+    """An answer is in the history, so observation 0 (the task, or not) is settled."""
+
+    @staticmethod
+    def start(messages: tuple[Message, ...], ctx: Context) -> _View:
+        """A view of nothing yet, whose observation 0 is the task when a human turn comes before
+        the first answer (``observation_ids``)."""
+        first_answer = next((i for i, m in enumerate(messages) if m.role == "assistant"), None)
+        head = messages if first_answer is None else messages[:first_answer]
+        obs: list[str | None] = [None] if any(m.is_human_turn for m in head) else []
+        return _View((), obs, {}, 0, frozenset(), ctx.replace(()), first_answer is not None)
+
+    def follows(self, messages: tuple[Message, ...]) -> bool:
+        """Is ``messages`` this view's history with messages appended (and observation 0 settled)?"""
+        return self.fixed and len(messages) >= len(self.messages) and all(map(is_, self.messages, messages))

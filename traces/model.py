@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 Role = Literal["system", "user", "assistant"]
@@ -22,11 +23,14 @@ ROLES: tuple[str, ...] = ("system", "user", "assistant")
 class TraceError(ValueError):
     """A trace that cannot be read or is not well formed; the message names the file and line."""
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 at: str | None = None) -> None:
+        """``at`` is the record path inside the file (``messages[12].content[0]``) when there is one."""
         where = f"{path}:{line}: " if path is not None and line is not None else (f"{path}: " if path else "")
-        super().__init__(where + message)
+        super().__init__(where + (f"{at}: " if at else "") + message)
         self.path = path
         self.line = line
+        self.at = at
 
 
 @dataclass(frozen=True)
@@ -113,11 +117,12 @@ class Message:
         """The plain text of the message's text blocks."""
         return "\n".join(b.text for b in self.blocks if isinstance(b, Text))
 
-    @property
+    @cached_property
     def tool_uses(self) -> tuple[ToolUse, ...]:
+        """Computed once per message (messages are immutable; replays ask on every call)."""
         return tuple(b for b in self.blocks if isinstance(b, ToolUse))
 
-    @property
+    @cached_property
     def tool_results(self) -> tuple[ToolResult, ...]:
         return tuple(b for b in self.blocks if isinstance(b, ToolResult))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,21 +40,25 @@ if TYPE_CHECKING:
 
 
 def block_to_dict(b: Block) -> dict[str, Any]:
-    return {"type": b.type, **asdict(b)}
+    """Shallow on purpose: ``asdict`` would deep-copy a tool's input, one Python frame per nesting level."""
+    return {"type": b.type, **{f.name: getattr(b, f.name) for f in fields(b)}}
 
 
 def block_from_dict(d: dict[str, Any]) -> Block:
-    kind = d.get("type")
+    """A block record, its field types checked (a wrong type is a TraceError, not a later crash)."""
+    from traces.formats._common import get_bool, get_dict, get_int, get_str
+
+    kind = get_str(d, "type")
     if kind == "text":
-        return Text(str(d["text"]))
+        return Text(get_str(d, "text"))
     if kind == "thinking":
-        return Thinking(str(d["text"]))
+        return Thinking(get_str(d, "text"))
     if kind == "tool_use":
-        return ToolUse(str(d["id"]), str(d["name"]), dict(d.get("input") or {}))
+        return ToolUse(get_str(d, "id"), get_str(d, "name"), get_dict(d, "input", {}))
     if kind == "tool_result":
-        return ToolResult(str(d["tool_use_id"]), str(d["content"]), bool(d.get("is_error", False)))
+        return ToolResult(get_str(d, "tool_use_id"), get_str(d, "content"), get_bool(d, "is_error", False))
     if kind == "image":
-        return Image(str(d.get("media_type", "image/png")), int(d.get("size_bytes", 0)))
+        return Image(get_str(d, "media_type", "image/png"), get_int(d, "size_bytes", 0))
     raise ValueError(f"unknown block type {kind!r}")
 
 
@@ -72,16 +76,23 @@ def message_to_dict(m: Message) -> dict[str, Any]:
 
 
 def message_from_dict(d: dict[str, Any]) -> Message:
-    role = d["role"]
+    """A message record, its field types checked (a wrong type is a TraceError, not a later crash)."""
+    from traces.formats._common import get_dict, get_int, get_list, get_num, get_str
+
+    role = get_str(d, "role")
     if role not in ("system", "user", "assistant"):
         raise ValueError(f"unknown role {role!r}")
+    usage = get_dict(d, "usage", {})
+    unknown = set(usage) - {f.name for f in fields(Usage)}
+    if unknown:
+        raise ValueError(f"unknown usage field(s) {sorted(unknown)}")
     return Message(
         role=role,
-        blocks=tuple(block_from_dict(b) for b in d["blocks"]),
-        usage=Usage(**d["usage"]) if d.get("usage") else None,
-        timestamp=d.get("timestamp"),
-        id=d.get("id"),
-        meta=dict(d.get("meta") or {}),
+        blocks=tuple(block_from_dict(b) for b in get_list(d, "blocks")),
+        usage=Usage(**{k: get_int(usage, k) for k in usage if usage[k] is not None}) if usage else None,
+        timestamp=get_num(d, "timestamp", None),
+        id=get_str(d, "id", None),
+        meta=get_dict(d, "meta", {}),
     )
 
 
@@ -116,10 +127,9 @@ def write(trace: Trace, path: str | Path) -> Path:
 
 def sniff(first_line: str) -> bool:
     """True when a file's first line is our header."""
-    try:
-        head = json.loads(first_line)
-    except ValueError:
-        return False
+    from traces.formats._common import sniff_json
+
+    head = sniff_json(first_line)
     return isinstance(head, dict) and head.get("format") == FORMAT
 
 
@@ -127,19 +137,17 @@ def loads(text: str, *, path: str = "<string>") -> Trace:
     return _load(text.splitlines(), path, lenient=False)[0]
 
 
-def _load(lines: list[str | None], path: str, *, lenient: bool) -> tuple[Trace, int]:
-    """The trace of these lines (``None``: a line that is not UTF-8) and how many records were skipped.
+def _load(lines: list[str | bytes], path: str, *, lenient: bool) -> tuple[Trace, int]:
+    """The trace of these lines and how many records were skipped.
 
-    ``lenient`` skips bad message records and counts them; the header is never skipped.
+    ``lenient`` skips bad message records and counts them; the header is never skipped. Lines are
+    decoded and parsed through traces.formats._common (bad text named by line, or repaired).
     """
+    from traces.formats._common import loads as parse
+
     if not lines:
         raise TraceError("empty file", path=path)
-    if lines[0] is None:
-        raise TraceError("header is not UTF-8", path=path, line=1)
-    try:
-        head = json.loads(lines[0])
-    except ValueError as e:
-        raise TraceError(f"header is not JSON ({e})", path=path, line=1) from None
+    head = parse(lines[0], path=path, line=1, what="header", lenient=lenient)
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         raise TraceError(f"not a {FORMAT} file (no header)", path=path, line=1)
     version = head.get("schema_version")
@@ -154,12 +162,16 @@ def _load(lines: list[str | None], path: str, *, lenient: bool) -> tuple[Trace, 
         )
     messages, skipped = [], 0
     for lineno, line in enumerate(lines[1:], start=2):
-        if line is not None and not line.strip():
+        if not line.strip():
             continue
         try:
-            if line is None:
-                raise ValueError("not UTF-8")
-            messages.append(message_from_dict(json.loads(line)))
+            record = parse(line, path=path, line=lineno, what="message record", lenient=lenient)
+            messages.append(message_from_dict(record))
+        except TraceError as e:
+            if lenient:
+                skipped += 1
+                continue
+            raise e if e.path else TraceError(f"bad message record: {e}", path=path, line=lineno) from None
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             if lenient:
                 skipped += 1
@@ -180,15 +192,11 @@ def _load(lines: list[str | None], path: str, *, lenient: bool) -> tuple[Trace, 
         raise TraceError(f"bad header: {type(e).__name__}: {e}", path=path, line=1) from None
 
 
-def _lines(path: Path) -> list[str | None]:
-    """The file's lines, decoded one by one (``None`` where a line is not UTF-8, so it can be named)."""
-    out: list[str | None] = []
-    for raw in path.read_bytes().splitlines():
-        try:
-            out.append(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            out.append(None)
-    return out
+def _lines(path: Path) -> list[bytes]:
+    """The file's lines, undecoded: each is decoded as it is parsed, so a bad one is named by line."""
+    from traces.formats._common import read_bytes
+
+    return read_bytes(path).split(b"\n")
 
 
 def read(path: str | Path) -> Trace:

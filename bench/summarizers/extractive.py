@@ -1,21 +1,45 @@
 """The offline default: a deterministic summary extracted from the messages themselves.
 
-It keeps what the real agents' summary prompts ask for and what can be found without a model:
-the task statement, every user request (Claude Code's prompt asks for "All user messages"),
-the files touched (from tool inputs), error lines from tool outputs, and the last assistant
-text. Its size is bounded by the strategy's output budget (chars/4 of it, and ``max_chars``).
+It writes the sections the strategy's own summary prompt names, in that prompt's order and style
+(bench/summarizers/template.py), and fills them with what can be found without a model: the
+user's requests (the task and the latest one whole), files touched with what was last written to
+them, error lines, the actions taken, the agent's own statements, and what comes next. It aims at
+the size the strategy's agent writes (bench/summarizers/sizes.py: a log-normal fitted on the
+recorded summaries, drawn deterministically per request), within the strategy's output budget;
+where the history holds less than that, the summary is shorter.
+
+What a strategy injected itself (OpenCode's "What did we do so far?", Claude Code's re-read
+files, Goose's "continue") is not taken for the user's request. What an earlier summary quoted
+of the user's requests is carried into the next one, as real summary prompts ask.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from bench.summarizers import Summary, SummaryRequest
+from bench.summarizers.sizes import UNIT, size_fit
+from bench.summarizers.template import DEFAULT, Section, sections
 from traces.model import Message, ToolResult
 
 PATH_KEYS = ("path", "file_path", "filePath", "filename", "file", "target_file", "notebook_path")
 ERROR_LINE = re.compile(r"(error|exception|traceback|failed|fatal|assert)", re.IGNORECASE)
+WRITTEN_KEYS = ("new_string", "content", "file_text", "new_str", "patch", "diff")
+ACTION_KEYS = ("command", "cmd", "pattern", "query", "url", *PATH_KEYS)
+INJECTED = ("synthetic", "compaction", "masked")
+"""Meta flags of messages a strategy made up (not the user's words)."""
+REQUEST_ITEM = "User: "
+CARRIED = re.compile(r"^- User: (.+)$", re.M)
+QUOTED_REQUEST = re.compile(r"The user's latest message:\n(.+)\Z", re.S)
+
+
+@lru_cache(maxsize=65_536)
+def _errors_in(text: str) -> tuple[str, ...]:
+    """Error-looking lines of one tool output, once per distinct text (every strategy summarizes
+    the same recorded outputs)."""
+    return tuple(line.strip()[:200] for line in text.splitlines() if ERROR_LINE.search(line))
 
 
 def files_touched(messages: tuple[Message, ...]) -> list[str]:
@@ -36,68 +60,152 @@ def error_lines(messages: tuple[Message, ...], limit: int = 12) -> list[str]:
     for m in messages:
         for b in m.blocks:
             if isinstance(b, ToolResult):
-                for line in b.content.splitlines():
-                    if ERROR_LINE.search(line):
-                        found.pop(line.strip()[:200], None)
-                        found[line.strip()[:200]] = None
+                for line in _errors_in(b.content):
+                    found.pop(line, None)
+                    found[line] = None
     return list(found)[-limit:]
-
-
-@dataclass(frozen=True)
-class ExtractiveSummarizer:
-    name: str = "extractive"
-    max_chars: int = 24_000
-    """Hard cap whatever the budget: ~6K tokens, the order of real compaction summaries."""
-    per_message_chars: int = 600
-
-    def summarize(self, request: SummaryRequest) -> Summary:
-        msgs = request.messages
-        humans = user_requests(msgs)
-        last_assistant = next((m.text for m in reversed(msgs) if m.role == "assistant" and m.text.strip()), "")
-        # The latest request goes in whole (up to the budget): an agent that loses it cannot go on.
-        latest = [" ".join(humans[-1].split())] if len(humans) > 1 else []
-        sections = [
-            ("Task", humans[:1]),
-            ("Latest request", latest),
-            ("Earlier user messages", humans[1:-1]),
-            ("Files touched", files_touched(msgs)),
-            ("Errors seen", error_lines(msgs)),
-            ("Last assistant message", [last_assistant] if last_assistant else []),
-        ]
-        budget = min(self.max_chars, request.max_tokens * 4)
-        out: list[str] = []
-        used = 0
-        for title, items in sections:
-            clip = self.max_chars if title in ("Task", "Latest request") else self.per_message_chars
-            lines = [f"## {title}"] + ([f"- {_clip(x, clip)}" for x in items] or ["- (none)"])
-            for line in lines:
-                if used + len(line) + 1 > budget:
-                    break
-                out.append(line)
-                used += len(line) + 1
-        return Summary(text="\n".join(out), input_tokens=0, output_tokens=0, model=self.name)
-
-
-SECTION_REQUEST = re.compile(r"^## (?:Task|Latest request)\n- (.+)$", re.M)
-QUOTED_REQUEST = re.compile(r"The user's latest message:\n(.+)\Z", re.S)
 
 
 def user_requests(messages: tuple[Message, ...]) -> list[str]:
     """The user's requests in order: human turns, and those an earlier summary carried forward.
 
-    A summary replaces the messages it covers; what it quoted of the user's requests (our own
-    "## Task" / "## Latest request" sections, or a strategy's "The user's latest message:")
-    is carried into the next summary, as real summary prompts ask ("all user messages",
-    "carry forward what is still open").
+    A summary replaces the messages it covers; what it quoted of the user's requests (our
+    ``- User: …`` items, or a strategy's "The user's latest message:") is carried into the next
+    summary, as real summary prompts ask ("all user messages", "carry forward what is still open").
+    Messages a strategy injected itself are not the user's.
     """
     out: list[str] = []
     for m in messages:
+        if any(m.meta.get(flag) for flag in INJECTED):
+            continue
         if m.meta.get("summary"):
-            out += [x.strip() for x in SECTION_REQUEST.findall(m.text)]
+            out += [x.strip() for x in CARRIED.findall(m.text)]
             out += [x.strip() for x in QUOTED_REQUEST.findall(m.text)]
         elif m.is_human_turn and m.text.strip():
             out.append(m.text)
     return [x for x in out if x]
+
+
+@lru_cache(maxsize=65_536)
+def _size(text: str) -> int:
+    """cl100k tokens of one line of the summary (the unit of the size fit), once per distinct line."""
+    from bench.tokens import Tokenizer
+
+    return Tokenizer(UNIT).count(text) + 1
+
+
+@dataclass(frozen=True)
+class _Item:
+    order: int
+    """Position in the history (items are written in history order, whatever order chose them)."""
+    text: str
+
+
+def _pools(msgs: tuple[Message, ...], clip: int) -> dict[str, list[_Item]]:
+    """Candidate items per section kind, most important first."""
+    humans = user_requests(msgs)
+    requests = [_Item(0, REQUEST_ITEM + _clip(humans[0], 10**9))] if humans else []
+    if len(humans) > 1:
+        requests.append(_Item(len(humans) - 1, REQUEST_ITEM + _clip(humans[-1], 10**9)))
+        requests += [_Item(i, REQUEST_ITEM + _clip(humans[i], clip)) for i in range(len(humans) - 2, 0, -1)]
+    files: dict[str, _Item] = {}
+    actions: list[_Item] = []
+    statements: list[_Item] = []
+    errors: dict[str, _Item] = {}
+    for i, m in enumerate(msgs):
+        for u in m.tool_uses:
+            path = next((v for k in PATH_KEYS if isinstance(v := u.input.get(k), str) and v), None)
+            if path is not None:
+                written = next((v for k in WRITTEN_KEYS if isinstance(v := u.input.get(k), str) and v), "")
+                files.pop(path, None)
+                files[path] = _Item(i, path + (f" (last written: {_clip(written, 300)})" if written else ""))
+            arg = next((v for k in ACTION_KEYS if isinstance(v := u.input.get(k), str) and v), "")
+            actions.append(_Item(i, _clip(f"{u.name}: {arg}" if arg else u.name, 160)))
+        for b in m.blocks:
+            if isinstance(b, ToolResult):
+                for line in _errors_in(b.content):
+                    errors.pop(line, None)
+                    errors[line] = _Item(i, line)
+        if m.role == "assistant" and m.text.strip():
+            statements.append(_Item(i, _clip(m.text, clip)))
+    last = statements.pop() if statements else None
+    upcoming = ([_Item(len(msgs), _clip(last.text, 2 * clip))] if last else [])
+    if humans:
+        upcoming.append(_Item(len(msgs) + 1, "Continue with the user's latest request: " + _clip(humans[-1], clip)))
+    return {
+        "requests": requests,
+        "files": list(reversed(files.values())),
+        "errors": list(reversed(errors.values())),
+        "actions": list(reversed(actions)),
+        "statements": list(reversed(statements)),
+        "next": upcoming,
+    }
+
+
+@dataclass(frozen=True)
+class ExtractiveSummarizer:
+    name: str = "extractive"
+    max_chars: int = 48_000
+    """Hard cap whatever the target and budget (12K tokens, past any recorded summary)."""
+    per_message_chars: int = 600
+    sized: bool = True
+    """Aim at the size the strategy's agent writes (False: only what the sections' first items hold)."""
+
+    def summarize(self, request: SummaryRequest) -> Summary:
+        msgs = request.messages
+        layout = sections(request.prompt)
+        if not any(s.kind == "requests" for s in layout):  # the user's requests always go first
+            layout = (DEFAULT[0], *layout)
+        pools = _pools(msgs, self.per_message_chars)
+        budget = min(self.max_chars // 4, request.max_tokens)
+        target = budget
+        if self.sized:
+            first = msgs[0].text[:200] if msgs else ""
+            last = msgs[-1].text[:200] if msgs else ""
+            target = min(budget, size_fit(request.strategy)[1].sample(f"{request.strategy}|{len(msgs)}|{first}|{last}"))
+        text = _fill(layout, pools, target, budget)
+        return Summary(text=text, input_tokens=0, output_tokens=0, model=self.name)
+
+
+def _fill(layout: tuple[Section, ...], pools: dict[str, list[_Item]], target: int, budget: int) -> str:
+    """Sections in the prompt's order; items taken round-robin until the target size (tokens),
+    never past the budget. The task and the latest request come first and whole (an agent that loses them
+    cannot go on); sections sharing a kind share its items."""
+    cursor = {kind: 0 for kind in pools}
+    chosen: list[list[_Item]] = [[] for _ in layout]
+    used = sum(_size(s.heading(i + 1)) + 1 for i, s in enumerate(layout))
+
+    def take(si: int) -> bool:
+        nonlocal used
+        kind = layout[si].kind
+        pool = pools[kind]
+        while cursor[kind] < len(pool):
+            item = pool[cursor[kind]]
+            cursor[kind] += 1
+            cost = _size("- " + item.text)
+            if used + cost <= budget:
+                chosen[si].append(item)
+                used += cost
+                return True
+        return False
+
+    requests = next(i for i, s in enumerate(layout) if s.kind == "requests")
+    take(requests)
+    take(requests)
+    for si in range(len(layout)):
+        take(si)
+    progress = True
+    while progress and used < target:
+        progress = False
+        for si in range(len(layout)):
+            if used >= target:
+                break
+            progress = take(si) or progress
+    out = []
+    for i, (section, items) in enumerate(zip(layout, chosen, strict=True)):
+        lines = [f"- {x.text}" for x in sorted(items, key=lambda x: x.order)] or ["- (none)"]
+        out.append("\n".join([section.heading(i + 1), *lines]))
+    return "\n\n".join(out)
 
 
 def _clip(text: str, limit: int) -> str:

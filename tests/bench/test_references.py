@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import pandas as pd
@@ -9,9 +10,9 @@ import pandas as pd
 import strategies
 from bench.metrics import results_table
 from bench.pricing import profile
-from bench.references import ReferenceCheck, references
+from bench.references import RecordedIndex, ReferenceCheck, references
 from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter
+from bench.tokens import TokenCounter, render
 from strategies.base import Outcome, Strategy, event
 from strategies.opencode import PRUNED
 from traces.model import Message, Text, ToolResult, ToolUse, Trace
@@ -83,3 +84,50 @@ def test_results_sum_it_per_task():
     table = results_table([result])
     assert table.unseen_references.tolist() == [1]
     assert isinstance(table, pd.DataFrame)
+
+
+def naive_unseen(history, sent, answer) -> int:
+    """The original quadratic definition: search the whole reversed history for every reference."""
+    recorded = {id(m) for m in history}
+    sent_ids = {id(m) for m in sent}
+
+    def lost(ref: str) -> bool:
+        carriers = [m for m in reversed(history) if ref in render(m)]
+        if any(id(m) in sent_ids for m in carriers):
+            return False
+        return bool(carriers) and not any(ref in render(m) for m in sent if id(m) not in recorded)
+
+    return sum(1 for use in answer.tool_uses if (refs := references(use)) and any(lost(r) for r in refs))
+
+
+def test_the_incremental_search_counts_what_the_full_search_counts():
+    # Random sessions over a small vocabulary (paths, quoted lines, words glued to them), random
+    # sent subsets with strategy-written copies: every call agrees with the original definition,
+    # with the recorded index shared by several replays (as the runner shares it per trace).
+    rng = random.Random(7)
+    paths = ["/r/app.py", "README.md", "src/parse_config.py", "a/b", "x_parse_config.pyc", "/r/app.pyx"]
+    lines = ["def parse_config(path, *, strict=True):", "return parse_config_value(x) + 1",
+             "raise KeyError(missing_key_name)"]
+    for _ in range(20):
+        history_all = [Message.text_message("system", "agent")]
+        for i in range(40):
+            glue = rng.choice(["", "pre", "_", "/"])
+            text = " ".join(rng.choice([*paths, *lines, "noise", glue + rng.choice(paths)]) for _ in range(3))
+            use = ToolUse(f"u{i}", "edit", {"path": rng.choice(paths), "old_str": rng.choice(lines)})
+            history_all += [Message("assistant", (use,)), Message("user", (ToolResult(f"u{i}", text),))]
+        shared = RecordedIndex()
+        for _ in range(3):
+            check = ReferenceCheck(shared)
+            for n in range(3, len(history_all) - 1, 2):
+                history, answer = history_all[:n], history_all[n]
+                sent = [m for m in history if rng.random() < 0.6]
+                sent += [Message.text_message("user", rng.choice([*paths, *lines, "none of it"]))
+                         for _ in range(rng.randint(0, 2))]
+                assert check.unseen(history, sent, answer) == naive_unseen(history, sent, answer)
+
+
+def test_a_different_history_is_searched_on_its_own():
+    shared = RecordedIndex()
+    a, b = trace().messages, trace().messages  # equal text, different objects
+    assert ReferenceCheck(shared).unseen(a[:6], a[:2], a[6]) == 1
+    assert ReferenceCheck(shared).unseen(b[:6], [*b[:2], a[2], a[3]], b[6]) == 0  # a copy of what b read

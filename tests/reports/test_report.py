@@ -172,10 +172,32 @@ def test_render_writes_html_and_every_png(rendered: Path) -> None:
 
 def test_the_pareto_front_on_cost_and_retention_heads_the_report(rendered: Path) -> None:
     # totals: llm $0.046 retaining (0.5 + 1.0) / 2 = 75%; none $0.050, 100%; mask $0.070, 25%:
-    # mask is dearer and retains less than both, so the front is llm then none.
+    # mask is dearer and retains less than both, so the front would be llm then none; but none
+    # overflowed once on t1, so it is never on the front and the line says it was left out.
     page = rendered.read_text()
-    assert ("Pareto front on cost and needle retention (nothing is both cheaper and retains more): "
-            "<b>llm</b> ($0.0460, 75%), <b>none</b> ($0.0500, 100%).") in page
+    assert ("Pareto front on cost and needle retention (nothing is both cheaper and retains more), over the "
+            "strategies that never overflowed: <b>llm</b> ($0.0460, 75%). Left out as infeasible (overflowed "
+            "the window): <b>none</b>.") in page
+
+
+def test_the_verdict_opens_the_page_and_is_written_to_verdict_json(rendered: Path) -> None:
+    page = rendered.read_text()
+    findings = page.split('<section id="findings">')[1]
+    assert findings.lstrip().startswith('<p class="verdict"')
+    # none overflowed, llm and mask retain far less than none's 100% − 5 points: nothing qualifies.
+    assert "No strategy meets the objective (zero overflows and needle retention within 5 points of none)" in page
+    data = json.loads((rendered.parent / "verdict.json").read_text())
+    assert data["ship"] is None
+    assert {c["strategy"]: c["feasible"] for c in data["candidates"]} == {
+        "none": False, "llm": False, "mask": False, "broken": False}
+
+
+def test_an_objective_changes_the_verdict(tmp_path: Path) -> None:
+    rendered = reports.render(write_fixture_run(tmp_path / "fixture"), objective="retention>=0.5")
+    data = json.loads((rendered.parent / "verdict.json").read_text())
+    # llm ($0.046, 75%) is the cheapest that never overflowed and retains at least half.
+    assert data["ship"] == {"spec": "llm", "name": "llm", "params": {}}
+    assert "Ship llm" in rendered.read_text()
 
 
 def test_summary_table_sorted_by_cost_with_hand_computed_values(rendered: Path) -> None:
@@ -254,3 +276,11 @@ def test_render_reads_files_only(tmp_path: Path) -> None:
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_each_strategy_row_links_to_a_page_of_its_compactions(rendered: Path) -> None:
+    page = rendered.read_text()
+    assert '<a class="view" href="compactions/llm.html"' in page
+    llm = (rendered.parent / "compactions" / "llm.html").read_text()
+    assert "<td class=num>2</td><td>summarize</td>" in llm and "<code>t1</code>: 1 events" in llm
+    assert "did nothing on any trace" in (rendered.parent / "compactions" / "none.html").read_text()

@@ -86,3 +86,15 @@ def test_sweep_section_renders(tmp_path: Path) -> None:
     sweeps = dom.split('<section id="sweeps">')[1].split("</section>")[0]
     assert re.search(rf'<img src="{re.escape(CHART)}"', sweeps)
     assert sweeps.count("<tr>") == 4  # the header and one row per setting
+
+
+def test_the_verdict_sentence_comes_first(tmp_path: Path) -> None:
+    report = reports.render(write_sweep_run(tmp_path / "run"))
+    _, dom = probed(report, tmp_path)
+    body = re.sub(r"<style>.*?</style>", "", dom.split("</header>")[1], flags=re.S)
+    text = re.sub(r"<[^>]+>", " ", body).split()
+    # The first words a reader sees after the title are the verdict (none overflowed here, so it is
+    # out; n=10 retains 75%, not within 5 points of none's 100%: no strategy qualifies).
+    assert " ".join(text[:5]) == "No strategy meets the objective"
+    assert body.lstrip().startswith('<section id="findings">')
+    assert re.search(r'<section id="findings">\s*<p class="verdict" id="verdict-sentence">', body)

@@ -182,3 +182,29 @@ def test_no_sweep_no_section(tmp_path: Path) -> None:
     page = reports.render(write_fixture_run(tmp_path / "run")).read_text()
     assert 'id="sweeps"' not in page and "Threshold sweeps" not in page and "Sweep " not in page
     assert not (tmp_path / "run" / CHART).exists()
+
+
+def test_an_overflowing_setting_is_never_best_nor_on_the_front(tmp_path: Path) -> None:
+    run_dir = write_sweep_run(tmp_path / "run")
+    results = pd.read_csv(run_dir / "results.csv")
+    results.loc[results.strategy == "mask@keep=1,n=2", "overflows"] = 3  # the cheapest setting now overflows
+    results.to_csv(run_dir / "results.csv", index=False)
+    page = reports.render(run_dir).read_text()
+    # n=2 ($0.022) is left out: n=5 ($0.025) is the cheapest setting that never overflowed.
+    assert ("<b>5</b> is cheapest ($0.0250) of the settings that never overflowed (left out: <b>2</b>)") in page
+    front = page.split("Pareto front on cost and needle retention")[1].split("</li>")[0]
+    assert "mask@keep=1,n=2" not in front.split("Left out")[0] and "<b>mask@keep=1,n=2</b>" in front
+    sweep = scoring.sweeps(json.loads((run_dir / "run.json").read_text()),
+                           reports.tables.strategy_totals(reports.tables.trace_rows(results, pd.read_csv(
+                               run_dir / "calls.csv")), pd.read_csv(run_dir / "calls.csv")))[0]
+    assert not sweep.rows.set_index("strategy").loc["mask@keep=1,n=2", "cheapest"]
+    # The metric against the parameter, one column per family, and the verdict first on the page.
+    assert png_size(run_dir / "sweep_by_parameter.png") == charts.SIZE_PIXELS
+    assert 'src="sweep_by_parameter.png"' in page
+    assert page.index('id="verdict-sentence"') < page.index('<ul class="findings">')
+
+
+def test_self_contained_report_embeds_every_chart(tmp_path: Path) -> None:
+    page = reports.render(write_sweep_run(tmp_path / "run"), self_contained=True).read_text()
+    assert 'src="data:image/png;base64,' in page
+    assert not [src for src in __import__("re").findall(r'<img src="([^"]+)"', page) if not src.startswith("data:")]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import pytest
+
 import strategies
 from bench.context import Meter
 from bench.pricing import profile
@@ -60,20 +62,32 @@ def test_tail_under_half_the_budget_is_kept_verbatim(counter):
     assert session.summarizer.requests[0].messages == tuple(done[:6])
 
 
-def test_a_head_over_max_input_keeps_its_newest_messages(counter):
-    """Aider walks the reversed head: what fits max_input − 512 is the part next to the split."""
+def test_a_head_over_max_input_keeps_its_oldest_prefix(counter):
+    """At the cited commit the head is cut to the prefix that fits max_input − 512."""
     done = [sized("user" if i % 2 == 0 else "assistant", i) for i in range(10)]
     msgs = (Message.text_message("system", "sys"), *done, Message.text_message("user", "next"))
     small = replace(SONNET, max_input=512 + 330)  # room for exactly three 110-token messages
     meter = Meter(counter, "truth")
     session = Session(small, meter, Recording())
     Aider(max_chat_history_tokens=1_000).before_call(meter.context(msgs), session)
+    assert session.summarizer.requests[0].messages == tuple(done[0:3])  # done[3:6] dropped
+
+
+def test_2024_generation_head_over_max_input_keeps_its_newest_messages(counter):
+    """The 2024 code walks the reversed head: what fits max_input − 512 is the part next to the split."""
+    done = [sized("user" if i % 2 == 0 else "assistant", i) for i in range(10)]
+    msgs = (Message.text_message("system", "sys"), *done, Message.text_message("user", "next"))
+    small = replace(SONNET, max_input=512 + 330)  # room for exactly three 110-token messages
+    meter = Meter(counter, "truth")
+    session = Session(small, meter, Recording())
+    strategies.build("aider:2024@max_chat_history_tokens=1000").before_call(meter.context(msgs), session)
     assert session.summarizer.requests[0].messages == tuple(done[3:6])  # done[0:3] silently dropped
 
 
-def test_recursion_looks_at_the_summary_size_only(counter):
-    """Aider's tail term is read from a list already cut to the head (always 0): a summary under
-    the budget is final even when summary + tail is over it."""
+@pytest.mark.parametrize("generation", ["2025", "2024"])
+def test_recursion_test_counts_the_tail_except_in_the_2024_code(counter, generation):
+    """Cited commit: summary + tail under the budget or recurse. 2024: the tail term was read from a
+    list already cut to the head (always 0), so a summary under the budget was final."""
 
     @dataclass
     class Wordy(Recording):
@@ -85,10 +99,13 @@ def test_recursion_looks_at_the_summary_size_only(counter):
     msgs = (Message.text_message("system", "sys"), *done, Message.text_message("user", "next"))
     meter = Meter(counter, "truth")
     session = Session(SONNET, meter, Wordy())
-    out = Aider(max_chat_history_tokens=1_000).before_call(meter.context(msgs), session)
+    out = Aider(max_chat_history_tokens=1_000, generation=generation).before_call(meter.context(msgs), session)
     new = out.context.messages
-    assert counter.truth(new[1]) + sum(counter.truth(m) for m in new[2:6]) >= 1_000 > counter.truth(new[1])
-    assert len(session.summarizer.requests) == 1 and new[2:6] == tuple(done[6:])
+    if generation == "2024":
+        assert counter.truth(new[1]) + sum(counter.truth(m) for m in new[2:6]) >= 1_000 > counter.truth(new[1])
+        assert len(session.summarizer.requests) == 1 and new[2:6] == tuple(done[6:])
+    else:  # 619 + 440 ≥ 1,000: a second pass folds the tail in too
+        assert len(session.summarizer.requests) >= 2 and not any(m in new for m in done[6:])
 
 
 def test_short_history_is_summarized_whole_and_answered_ok(counter):

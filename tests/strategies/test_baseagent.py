@@ -61,13 +61,16 @@ def test_worked_example_150k_to_60k(counter):
             text("user", 250), text("assistant", 250), text("user", 250)]
     ctx = context(counter, msgs)
     assert ctx.estimate == 150_000
-    out = BaseAgent().before_call(ctx, session(counter))
+    sess = session(counter)
+    out = BaseAgent().before_call(ctx, sess)
     (ev,) = out.events
     assert ev.kind == "prune"
     assert ev.detail.startswith("Pruning sufficient: 150000 -> 60016 tokens")  # 2 markers × 8 tokens
     assert ev.detail.endswith("(scan 114000, prunable 90000)")
     assert abs(ev.tokens_before - 150_000) < 100 and abs(ev.tokens_after - 60_000) < 100
-    contents = [r.content for m in out.context.messages for r in m.tool_results]
+    assert out.context is ctx  # a per-call view: the stored history keeps every output
+    sent = BaseAgent().project(out.context, sess)
+    contents = [r.content for m in sent.messages for r in m.tool_results]
     assert contents == [PRUNE_MARKER, PRUNE_MARKER, W * 24_000]
 
 
@@ -87,7 +90,25 @@ def test_pruning_sufficient_148000_to_93000_without_ai_compaction(counter):
     out = BaseAgent().before_call(ctx, sess)
     assert [e.kind for e in out.events] == ["prune"] and calls == []
     assert out.events[0].detail == "Pruning sufficient: 148000 -> 93096 tokens (scan 95000, prunable 55000)"
-    assert out.context.estimate == 93_096
+    assert out.context.estimate == 148_000 and BaseAgent().project(out.context, sess).estimate == 93_096
+
+
+def test_prune_is_a_per_call_view_the_next_call_prunes_again(counter):
+    """manage_context returns the list for this call; the loop keeps it only when shorter (a
+    compaction), so the outputs are whole in the stored history and pruned again on each call."""
+    msgs = [text("system", 50_000), text("user", 2_674)]
+    for i, size in enumerate([4_583] * 11 + [4_587]):
+        msgs += [call(i), result(i, size)]
+    msgs += [call(12), result(12, 40_000), text("user", 100), text("assistant", 100), text("user", 100)]
+    strategy, sess = BaseAgent(), session(counter)
+    ctx = context(counter, msgs)
+    first = strategy.before_call(ctx, sess).context
+    grown = first.append(text("assistant", 100), text("user", 100))
+    again = strategy.before_call(grown, sess)
+    assert again is not None and again.events[0].detail.startswith("Pruning sufficient: 148200 -> ")
+    assert PRUNE_MARKER not in [r.content for m in again.context.messages for r in m.tool_results]
+    assert PRUNE_MARKER in [r.content for m in strategy.project(again.context, sess).messages
+                            for r in m.tool_results]
 
 
 def test_prune_spares_the_last_two_user_turns_and_needs_20k(counter):

@@ -24,6 +24,7 @@ from strategies.cline import (
     ClineSdk,
     max_allowed_size,
     removal_count,
+    sdk_cut_index,
 )
 from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans
 
@@ -107,6 +108,19 @@ def test_dedup_keeps_the_newest_read_and_stops_when_it_saves_30_percent(counter)
     contents = [r.content for m in out.context.messages for r in m.tool_results]
     assert contents == [READ_NOTICE, "B" * 100, "a" * 3_000]
     assert "cline.range" not in s.state
+
+
+def test_dedup_share_counts_only_block_0_of_user_messages(counter):
+    """calculateContextOptimizationMetrics: text / tool-result / image characters, block 0 of each
+    user message only. The later blocks (environment details here) do not dilute the share."""
+    msgs = reads([("a.py", "A" * 3_000), ("b.py", "B" * 100), ("a.py", "a" * 3_000)])
+    env = Text("<environment_details>" + "e" * 9_000 + "</environment_details>")
+    msgs = [replace(m, blocks=(*m.blocks, env)) if m.tool_results else m for m in msgs]
+    s = session(counter)
+    s.last_usage = Usage(input_tokens=160_000)
+    out = Cline().before_call(Meter(counter, "truth").context(msgs), s)
+    assert [e.kind for e in out.events] == ["dedup"]  # 3,000 of ~6,100 counted characters, not of ~33,000
+    assert float(out.events[0].detail.split("%")[0]) >= 30
 
 
 def test_dedup_below_30_percent_is_kept_and_truncation_follows(counter):
@@ -202,6 +216,78 @@ def test_sdk_compacts_at_81_percent_and_keeps_the_latest_prompt(counter):
     assert trigger == pytest.approx(0.9 * 0.9 * 200_000)
     assert target == pytest.approx(0.5 * 180_000)  # 10 pairs, 64K max output < 180K
     assert sdk.limits(SONNET, tuple(conversation(4)))[1] == pytest.approx(0.7 * trigger)
+
+
+def single_prompt_trace(calls: int = 120, lines: int = 150) -> Trace:
+    """One typed task, then one long tool loop: ``calls`` read calls of ~3K tokens each."""
+    msgs = [SYSTEM, Message.text_message("user", "U0: port the parser to the new API")]
+    for k in range(calls):
+        output = "".join(f"line {i}: token {i * 13 + k} in /src/m{k}.py = value_{i * k}\n" for i in range(lines))
+        msgs += [Message("assistant", (ToolUse(f"c{k}", "read_file", {"path": f"/src/m{k}.py"}),)),
+                 Message("user", (ToolResult(f"c{k}", output),))]
+    msgs.append(Message.text_message("assistant", "done"))
+    return Trace("single-prompt", tuple(msgs))
+
+
+def test_sdk_cut_keeps_the_crossing_message_and_ignores_a_first_message_prompt(counter):
+    """findCutIndex (compaction-shared.ts L331-364): the message that reaches the budget is kept;
+    a typed prompt at index 0 does not clamp; a summary is not a turn start."""
+    est = {"a": 10, "b": 30}.get
+    h = [Message.text_message("user", "task"), *(Message.text_message("assistant" if k % 2 == 0 else "user", "a")
+                                                 for k in range(6))]
+    h[-1] = replace(h[-1], role="assistant")
+    h = [h[0], Message("assistant", (ToolUse("t1", "read", {}),)), Message("user", (ToolResult("t1", "a"),)),
+         Message("assistant", (ToolUse("t2", "read", {}),)), Message("user", (ToolResult("t2", "a"),)),
+         Message("assistant", (ToolUse("t3", "read", {}),)), Message("user", (ToolResult("t3", "a"),))]
+    ten = lambda m: 10  # noqa: E731
+    assert sdk_cut_index(h, 25, ten) == 3  # 10 + 10 + 10 reaches 25 on index 4 (a result): back to 3
+    assert sdk_cut_index(h, 20, ten) == 5  # 20 reached on index 5 itself, which is kept
+    later = [*h[:3], Message.text_message("user", "U1"), *h[3:]]
+    assert sdk_cut_index(later, 20, ten) == 3  # the later typed prompt clamps the cut
+    summary = [replace(h[0], meta={"summary": True}), *h[1:]]
+    assert sdk_cut_index(summary, 20, ten) == 5  # a summary is no turn start, so no clamp at 0 either
+    assert sdk_cut_index(h, 10_000, ten) == 0 and est("a") == 10
+
+
+def test_sdk_compacts_a_single_prompt_tool_loop_without_overflowing(counter):
+    """The single-typed-prompt session: the source's cut compacts it (our v1 never did: the only
+    prompt clamped the cut to the start, and every call from the window on overflowed)."""
+    result = replay(single_prompt_trace(), strategies.build("cline:sdk"), ReplayConfig(SONNET), counter=counter)
+    agent = [c for c in result.calls if c.kind == "agent"]
+    summaries = [e for e in result.events if e.kind == "summarize"]
+    assert result.error is None and result.failed is None and len(agent) == 121
+    assert len(summaries) >= 1
+    assert not any(c.overflow for c in agent)
+    assert max(c.prompt_tokens for c in agent) <= 200_000
+
+
+def test_sdk_overflow_runs_the_deterministic_basic_compaction(counter):
+    """compaction.ts: overflow_recovery runs runBasicCompaction, no summarizer call; typed prompts
+    survive, the newest work of the latest turn is kept from an assistant message, dropped work
+    becomes a SYSTEM_NOTICE with the files read."""
+    msgs = [SYSTEM, Message.text_message("user", "U0: task")]
+    for k in range(30):
+        msgs += [Message("assistant", (ToolUse(f"c{k}", "read_file", {"path": f"/f{k}.py"}),)),
+                 Message("user", (ToolResult(f"c{k}", "x " * 3000),))]
+    msgs.append(Message.text_message("user", "U1: now the tests"))
+    for k in range(30, 40):
+        msgs += [Message("assistant", (ToolUse(f"c{k}", "read_file", {"path": f"/f{k}.py"}),)),
+                 Message("user", (ToolResult(f"c{k}", "y " * 3000),))]
+    s = session(counter, TINY, "json-chars/3")
+    ctx = Meter(counter, "json-chars/3").context(msgs)
+    out = ClineSdk().on_overflow(ctx, s)
+    assert out is not None and [e.kind for e in out.events] == ["drop"]
+    kept = out.context.messages
+    assert orphans(kept) == (set(), set())
+    users = [m for m in kept if m.is_human_turn]
+    assert len(users) == 1  # the two prompts, made adjacent, merge with the first turn's work between them
+    u0, notice, u1, trailing = (b.text for b in users[0].blocks)
+    assert (u0, u1) == ("U0: task", "U1: now the tests")
+    assert notice.startswith("<SYSTEM_NOTICE>") and "/f0.py" in notice and "/f29.py" in notice
+    assert "/f30.py" in trailing and "/f39.py" not in trailing  # the latest turn's dropped oldest calls
+    assert kept[-1].blocks == msgs[-1].blocks and kept[-1].meta["cline_sdk.preserved"]  # frozen for the next pass
+    assert kept[2].tool_uses[0].id == "c34"  # the newest work that fits, from an assistant message
+    assert out.context.estimate - ctx.est(SYSTEM) <= (ctx.estimate - ctx.est(SYSTEM)) // 2 + 1
 
 
 @pytest.mark.parametrize("name", ["cline-half", "cline-quarter", "cline:sdk"])

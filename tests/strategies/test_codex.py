@@ -114,7 +114,7 @@ def test_tool_outputs_are_cut_at_record_time(counter):
     long = "".join(f"{i:07d}\n" for i in range(7_000))  # 56,000 bytes > 10,000 tokens x 1.2 = 48,000 bytes
     msgs = [SYSTEM, user("go"), Message("assistant", (ToolUse("c0", "shell", {}),)),
             Message("user", (ToolResult("c0", long),))]
-    s, _ = session(counter)
+    s, _ = session(counter, replace(SONNET, id="gpt-5.1-codex"))  # a *-codex family: Tokens(10_000)
     out = Codex().on_tool_result(Meter(counter, "bytes/4").context(msgs), s)
     cut = out.context.messages[-1].tool_results[0].content
     # the 27-byte marker leaves 47,973 bytes: 23,986 of head, 23,987 of tail; 8,027 bytes = 2,007 tokens
@@ -122,6 +122,19 @@ def test_tool_outputs_are_cut_at_record_time(counter):
     assert len(cut.encode()) == 48_000
     assert middle_truncate("a" * 50 + "b" * 50, 60, "bytes") == "a" * 18 + "…64 chars truncated…" + "b" * 18
     assert Codex().on_tool_result(Meter(counter, "bytes/4").context(msgs[:-1] + [user("x")]), s) is None
+
+
+@pytest.mark.parametrize("model", ["gpt-5", "gpt-5.1", "claude-sonnet-4-5"])
+def test_tool_outputs_of_base_and_unknown_models_are_cut_at_10k_bytes(counter, model):
+    """models.json truncation_policy: Bytes(10_000) is the default; only *-codex has Tokens(10_000)."""
+    long = "".join(f"{i:07d}\n" for i in range(2_000))  # 16,000 bytes: under 48,000 bytes, over 12,000
+    msgs = [SYSTEM, user("go"), Message("assistant", (ToolUse("c0", "shell", {}),)),
+            Message("user", (ToolResult("c0", long),))]
+    s, _ = session(counter, replace(SONNET, id=model))
+    cut = Codex().on_tool_result(Meter(counter, "bytes/4").context(msgs), s).context.messages[-1].tool_results[0]
+    assert len(cut.content.encode()) == 12_000 and "chars truncated" in cut.content
+    assert Codex().output_unit("gpt-5.2-codex-max") == "tokens" and Codex().output_unit(model) == "bytes"
+    assert Codex(tool_output_unit="tokens").output_unit(model) == "tokens"
 
 
 @pytest.mark.parametrize("name", ["codex", "codex:2025"])

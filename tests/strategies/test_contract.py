@@ -4,23 +4,33 @@ For each strategy, hypothesis generates random agent sessions and replays them o
 (16K window) so that thresholds expressed as fractions of the window fire. A checking wrapper
 sees every hook's outcome and every request sent, and asserts:
 
-1. the system prompt is sent first and unchanged;
-2. the latest human turn's text is in what is sent (as its message, or inside a summary);
-3. no tool_result without its tool_use, no tool_use without its result;
+1. the system prompt (when the session has one) is sent first and unchanged;
+2. the latest human turn's text is in what is sent, whole (as its message, or inside a summary),
+   unless an event says the real agent itself cuts it (detail ``CUT_LATEST_HUMAN``: Codex keeps
+   at most 20K tokens of user messages);
+3. no tool_result without its tool_use before it, no tool_use without its result, no id used
+   twice, no empty message (bench/validity.py) -- unless the recorded session itself had that
+   problem, in which case the replay flags the request ``invalid`` (every flagged call, and only
+   those, has problems); with an id the session itself reused, which call a result answers is
+   moot, so problems on that id count as the session's;
 4. the trace is never mutated;
 5. a hook's context is never larger than its input unless a summary / handoff / re-injection
    was added (a marker may be a little longer than a tiny output it replaced: 64 tokens each);
 6. two replays of the same trace give identical records.
 
-200 traces per strategy in CI; the ``slow`` marker runs 1,000.
+200 random traces per strategy in CI (the ``slow`` marker runs 1,000), and every strategy over
+every adversarial shape of tests/strategies/shapes.py (no system prompt, no human turn, 25
+parallel calls, one message bigger than the window in each position, empty messages, ...): a
+fixed seed and 2 examples per pair in CI, 10 per pair under ``slow``.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import strategies
@@ -28,8 +38,11 @@ from bench.context import Context
 from bench.pricing import profile
 from bench.replay import ReplayConfig, replay
 from bench.tokens import TokenCounter, render
+from bench.validity import Problem, problems
+from strategies.base import CUT_LATEST_HUMAN
+from tests.strategies.shapes import SHAPES, shaped
 from traces import native
-from traces.model import Message, Text, ToolResult, ToolUse, Trace, orphans
+from traces.model import Message, Text, ToolResult, ToolUse, Trace
 
 GROWING_KINDS = {"summarize", "handoff", "reinject", "persist"}
 MARKER_SLACK = 64
@@ -76,25 +89,36 @@ class Checked:
         self.name = inner.name
         self.estimator = inner.estimator
         self.trace = trace
-        self.humans_by_step = self._latest_human_by_step(trace)
+        self.humans_by_step, self.recorded_by_step = self._by_step(trace)
+        self.sent_problems: dict[int, tuple[Problem, ...]] = {}
+        self.human_cut: list[Message] = []
+        """Human turns the strategy said the real agent itself cut short (an event saying so)."""
 
     @staticmethod
-    def _latest_human_by_step(trace: Trace) -> dict[int, Message]:
+    def _by_step(trace: Trace) -> tuple[dict[int, Message | None], dict[int, Counter]]:
+        """Per call: the latest human turn so far, and the problems of the uncompacted session
+        (what the recorded agent had; a strategy may pass these on, not add to them)."""
         latest: Message | None = None
-        out = {}
+        humans, recorded = {}, {}
+        so_far: list[Message] = []
         for step in trace.steps():
             for m in step.inputs:
                 if m.is_human_turn:
                     latest = m
-            assert latest is not None
-            out[step.index] = latest
-        return out
+            so_far += step.inputs
+            humans[step.index] = latest
+            recorded[step.index] = _keys(problems(so_far))
+            if step.answer is not None:
+                so_far.append(step.answer)
+        return humans, recorded
 
     def _hook(self, hook: str, ctx: Context, session) -> object:
         outcome = getattr(self.inner, hook)(ctx, session)
         if outcome is not None:
             new = outcome.context
             kinds = {e.kind for e in outcome.events}
+            if any(e.detail.startswith(CUT_LATEST_HUMAN) for e in outcome.events):
+                self.human_cut.append(self.humans_by_step[session.call_index])
             touched = sum(e.messages_touched for e in outcome.events)
             if not kinds & GROWING_KINDS:
                 assert new.truth <= ctx.truth + MARKER_SLACK * max(touched, 1), (
@@ -114,18 +138,29 @@ class Checked:
     def project(self, ctx, session):
         sent = self.inner.project(ctx, session)
         self._check(sent, "sent request", session.call_index, in_flight=False)
+        self.sent_problems[session.call_index] = problems(sent.messages)
         return sent
 
     def _check(self, ctx: Context, where: str, call: int, *, in_flight: bool) -> None:
         msgs = ctx.messages
-        assert msgs and msgs[0] is self.trace.messages[0], f"{where} (call {call}): system prompt not first/unchanged"
-        uses_without_result, results_without_use = orphans(msgs)
-        assert not results_without_use, f"{where} (call {call}): tool results without their call"
-        if not in_flight:
-            assert not uses_without_result, f"{where} (call {call}): tool calls without their result"
-            human = self.humans_by_step[call]
+        first = self.trace.messages[0] if self.trace.messages else None
+        if first is not None and first.role == "system":
+            assert msgs and msgs[0] is first, f"{where} (call {call}): system prompt not first/unchanged"
+        found = problems(msgs)
+        if in_flight:  # the step is not complete yet: its calls may still wait for their results
+            found = tuple(p for p in found if p.kind != "unanswered_call")
+        recorded = self.recorded_by_step[call]
+        tangled = {subject for _, subject in recorded}  # a reused id: which call a result answers is moot
+        added = Counter({k: n for k, n in (_keys(found) - recorded).items() if k[1] not in tangled or k[0] == "empty"})
+        assert not added, f"{where} (call {call}): the strategy added {sorted(added)}: {[str(p) for p in found]}"
+        human = self.humans_by_step.get(call)
+        if not in_flight and human is not None and not any(h is human for h in self.human_cut):
             assert any(m is human for m in msgs) or any(human.text in render(m) for m in msgs), (
-                f"{where} (call {call}): the latest human turn is gone")
+                f"{where} (call {call}): the latest human turn is gone or cut short")
+
+
+def _keys(found: tuple[Problem, ...]) -> Counter:
+    return Counter((p.kind, p.subject) for p in found)
 
 
 def records(result) -> list[dict]:
@@ -135,13 +170,18 @@ def records(result) -> list[dict]:
 
 def check_strategy(name: str, trace: Trace) -> None:
     before = native.dumps(trace)
-    counter = TokenCounter()
-    first = replay(trace, Checked(strategies.build(name), trace), CONFIG, counter=counter)
+    checked = Checked(strategies.build(name), trace)
+    first = replay(trace, checked, CONFIG, counter=TokenCounter())
     second = replay(trace, Checked(strategies.build(name), trace), CONFIG, counter=TokenCounter())
     assert native.dumps(trace) == before, "the trace was mutated"
     assert first.error is None and second.error is None
     assert records(first) == records(second), "two replays of the same trace differ"
     assert first.failed == second.failed
+    agent = [c for c in first.calls if c.kind == "agent"]
+    flagged = {c.call: c.invalid for c in agent if c.invalid}
+    assert flagged == {c.call: len(checked.sent_problems[c.call]) for c in agent if checked.sent_problems[c.call]}, (
+        "the replay must flag exactly the requests the API would reject")
+    assert {e.call for e in first.events if e.kind == "invalid"} == set(flagged)
 
 
 # Count- and size-triggered defaults rarely fire on short random traces: these variants scale the
@@ -182,3 +222,24 @@ def test_contract_scaled_down(name: str, trace: Trace) -> None:
 @given(trace=traces())
 def test_contract_long(name: str, trace: Trace) -> None:
     check_strategy(name, trace)
+
+
+SHAPE_CASES = [(shape, name) for shape in SHAPES for name in strategies.names()]
+"""Every adversarial shape × every registered strategy (19 × 36 = 684 pairs when issue 11 landed)."""
+
+
+@pytest.mark.parametrize(("shape", "name"), SHAPE_CASES)
+@seed(11)
+@settings(max_examples=2, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_contract_on_adversarial_shapes(shape: str, name: str, data: st.DataObject) -> None:
+    check_strategy(name, data.draw(shaped(shape), label=shape))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("shape", "name"), SHAPE_CASES)
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_contract_on_adversarial_shapes_long(shape: str, name: str, data: st.DataObject) -> None:
+    check_strategy(name, data.draw(shaped(shape), label=shape))

@@ -12,7 +12,7 @@ from bench.session import Session
 from bench.summarizers import Summary, SummaryRequest
 from bench.tokens import TokenCounter
 from strategies.goose import CONVERSATION_CONTINUATION_TEXT, TOOL_LOOP_CONTINUATION_TEXT, Goose, middle_out
-from traces.model import Message, ToolResult, ToolUse, Trace, Usage, orphans
+from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans
 
 SONNET = profile("claude-sonnet-4-5")
 
@@ -59,7 +59,7 @@ def session_for(model, counter, last: Usage | None = None):
 
 def test_trigger_is_over_80_percent_of_the_window(counter):
     g = Goose()
-    ctx = Meter(counter, "truth").context(conversation(2))
+    ctx = Meter(counter, "truth").context([*conversation(2), Message.text_message("user", "now the tests")])
     at = session_for(SONNET, counter, Usage(input_tokens=150_000, output_tokens=10_000))  # exactly 0.8
     assert g.before_call(ctx, at) is None
     over = session_for(SONNET, counter, Usage(input_tokens=150_000, output_tokens=10_001))
@@ -68,6 +68,19 @@ def test_trigger_is_over_80_percent_of_the_window(counter):
     tiny = replace(SONNET, context_window=100)
     first_call = session_for(tiny, counter)  # no usage yet: a tokenizer count of the messages
     assert g.before_call(ctx, first_call) is not None
+
+
+def test_the_check_runs_once_per_user_message_not_inside_the_tool_loop(counter):
+    """agent.rs: reply() checks at the start of a reply; reply_internal's loop compacts only on a
+    context-length error (our on_overflow)."""
+    g = Goose()
+    over = session_for(SONNET, counter, Usage(input_tokens=190_000))
+    mid_loop = Meter(counter, "truth").context(conversation(3))  # the step adds a tool result
+    assert g.before_call(mid_loop, over) is None
+    assert g.on_overflow(mid_loop, over) is not None
+    opening = mid_loop.append(Message("assistant", (ToolUse("x", "bash", {}),)),
+                              Message("user", (ToolResult("x", "ok"), )), Message.text_message("user", "next"))
+    assert g.before_call(opening, over) is not None  # a user message in the step: a new reply
 
 
 def test_compacted_view_is_summary_continuation_and_latest_user_text(counter):
@@ -100,8 +113,24 @@ def test_summary_request_over_the_window_retries_middle_out(counter):
     assert out.fail and out.fail.startswith("Failed to compact") and [e.kind for e in out.events] == ["fail"]
 
 
+def test_a_single_prompt_tool_loop_compacts_only_on_the_context_length_error():
+    msgs = conversation(70, size=150)
+    msgs.append(Message.text_message("assistant", "fixed"))
+    model = replace(SONNET, context_window=12_000, max_output=1_000)
+    result = replay(Trace("t", tuple(msgs)), strategies.build("goose@summary_max_tokens=1000"),
+                    ReplayConfig(model), counter=TokenCounter())
+    agent = [c for c in result.calls if c.kind == "agent"]
+    assert result.failed is None and len(result.summaries) >= 1
+    assert max(c.prompt_tokens for c in agent) > 0.8 * 12_000 + 400  # the loop ran past 80% ...
+    assert not any(c.overflow for c in agent)  # ... and the 413 path compacted it in time
+
+
 def test_replay_end_to_end():
-    msgs = conversation(70, size=150)  # ~300 tokens a step: 80% of 12K after ~32 steps
+    msgs = conversation(0)
+    for i in range(70):  # a user message every step: each reply opens with the 80% check
+        msgs += [Message("assistant", (ToolUse(f"c{i}", "bash", {"command": f"run {i}"}),)),
+                 Message("user", (ToolResult(f"c{i}", f"out{i} " * 150),)),
+                 Message("assistant", (Text(f"step {i} done"),)), Message.text_message("user", f"go on {i}")]
     msgs.append(Message.text_message("assistant", "fixed"))
     finals = []
     model = replace(SONNET, context_window=12_000, max_output=1_000)

@@ -187,9 +187,24 @@ def test_claude_code_rereads_five_recent_files_within_budget(counter):
         "[File /d was read before compaction (6000 tokens); read it again if needed.",
         "[File /c was read before compaction (3000 tokens); read it again if needed."]
     assert restored[0].endswith("g" * 6_000) and [e.kind for e in events] == ["summarize", "reinject"]
-    assert new.messages[7:] == tuple(msgs[-3:])  # the current step follows the attachments
+    assert new.messages[7:] == (msgs[-1],)  # the step's own new prompt stays; no earlier step is kept
+    kept, _ = ClaudeCode(keep_step_in_flight=True)._compact(meter.context(msgs), sess, "L3 auto-compact")
+    assert kept.messages[7:] == tuple(msgs[-3:])  # version 2's behaviour, kept as a parameter
     default = ClaudeCode()
     assert (default.restore_files, default.restore_file_tokens, default.restore_total_tokens) == (5, 5_000, 50_000)
+
+
+def test_claude_code_summarizes_the_step_in_flight_like_the_recorded_sessions(counter):
+    """Recorded Claude Code (claude-code__marot-spotter 258c7280): compact_boundary after the last
+    tool result, then the summary, then straight the next assistant message."""
+    msgs = [Message.text_message("system", "s"), Message.text_message("user", "fix it")]
+    for k in range(4):
+        msgs += tool_step(k, "x" * 4_000, "Bash", command=f"run {k}")
+    for name in ("claude-code", "five-layer"):
+        new, events = strategies.build(name)._compact(Meter(counter, "chars/4").context(msgs), session(counter),
+                                                      "L3 auto-compact")
+        assert [m.role for m in new.messages] == ["system", "user"] and new.messages[1].meta["summary"]
+        assert orphans(new.messages) == (set(), set()) and events[0].kind == "summarize"
 
 
 def test_claude_code_time_based_microcompact_after_an_hour_idle_is_a_flagged_variant(counter):

@@ -16,6 +16,7 @@ from bench.replay import ReplayConfig, replay
 from bench.session import Session
 from bench.summarizers import Summary, SummaryRequest
 from bench.summarizers.extractive import ExtractiveSummarizer
+from strategies._tools import QUOTE_LEAD
 from strategies.opencode import CONTINUE_2026, CONTINUE_CLASSIC, PRUNED, QUESTION, TAIL_HEADINGS, OpenCode
 from traces.model import Message, ToolResult, ToolUse, Trace, Usage, orphans
 
@@ -151,9 +152,27 @@ def test_classic_compaction_rebuilds_question_summary_continue(counter):
     out = OpenCode().before_call(Meter(counter).context(msgs), s)
     assert out is not None and [e.kind for e in out.events] == ["summarize"]
     assert [(m.role, m.text) for m in out.context.messages] == [
-        ("system", "You are OpenCode."), ("user", QUESTION), ("assistant", "SUMMARY"), ("user", CONTINUE_CLASSIC)]
+        ("system", "You are OpenCode."), ("user", QUESTION),
+        ("assistant", f"SUMMARY{QUOTE_LEAD}{msgs[-1].text}"),  # the summary carries the latest request (issue 11)
+        ("user", CONTINUE_CLASSIC)]
     assert out.context.messages[2].meta["summary"] is True
     assert recorder.requests[0].messages == tuple(msgs[1:]) and recorder.requests[0].max_tokens == 32_000
+
+
+def test_overflow_compaction_leaves_out_the_last_user_turn_and_replays_it(counter):
+    """Reactive (overflow) compaction: the summary covers history before the last user turn; that
+    turn is replayed after the summary instead of the continue message."""
+    msgs = [*history([("t1", 100, "bash")]), *tool_step("t_now", 200)]
+    recorder = Recorder()
+    out = OpenCode().on_overflow(Meter(counter).context(msgs), session(counter, summarizer=recorder))
+    new = out.context.messages
+    assert [(m.role, m.text) for m in new[:2]] == [("system", "You are OpenCode."), ("user", QUESTION)]
+    assert new[2].meta["summary"] and new[3:] == tuple(msgs[-3:])  # U4 and its step, verbatim
+    assert recorder.requests[0].messages == tuple(msgs[1:-3])  # U4 is not summarized
+    assert all(m.text != CONTINUE_CLASSIC for m in new)
+    single = [SYSTEM, human("U1: only"), *tool_step("t1", 300)]
+    lone = OpenCode().on_overflow(Meter(counter).context(single), session(counter, summarizer=Recorder()))
+    assert lone.context.messages[-1].text == CONTINUE_CLASSIC  # the only turn: compacted as usual
 
 
 def test_tail_compaction_keeps_recent_turns_and_merges_the_prior_summary(counter):
@@ -171,7 +190,7 @@ def test_tail_compaction_keeps_recent_turns_and_merges_the_prior_summary(counter
     assert s.tail_start(ctx, considered, size(considered)) == len(considered)  # all fits: no tail
     recorder = Recorder()
     sess = session(counter, model=TINY, summarizer=recorder)  # tail budget 3,000
-    out = s.on_overflow(ctx, sess)
+    out = s.compact(ctx, sess)  # the proactive path (an overflow would replay U4 instead)
     rebuilt = out.context.messages
     assert [m.text for m in rebuilt[:3]] == ["You are OpenCode.", QUESTION, "SUMMARY"]
     assert rebuilt[3:-1] == tuple(msgs[10:]) and rebuilt[-1].text == CONTINUE_2026  # turn 4: 2,000 of 3,000
@@ -180,9 +199,9 @@ def test_tail_compaction_keeps_recent_turns_and_merges_the_prior_summary(counter
     head_text = "\n".join(m.text for m in recorder.requests[0].messages)
     assert "[User]: U1: request 1" in head_text and "[Assistant tool call]: bash(" in head_text
     assert "[Tool result]: " + "x" * 2_000 + "\n[truncated]\n" in head_text + "\n"
-    again = s.on_overflow(out.context.append(human("U5: go on")), sess)
+    again = s.compact(out.context.append(human("U5: go on")), sess)
     assert "<prior-summary>\nSUMMARY\n</prior-summary>" in recorder.requests[1].prompt
-    assert again.context.messages[2].text == "SUMMARY"
+    assert again.context.messages[2].text == f"SUMMARY{QUOTE_LEAD}U5: go on"  # all fits: no tail, U5 quoted
 
 
 @pytest.mark.parametrize("name", ["opencode", "opencode:tail"])

@@ -78,6 +78,22 @@ def test_v1_token_reason_keeps_the_suffix_after_the_big_event(counter):
     assert out.context.truth < 3_000
 
 
+def test_v1_counts_one_event_per_parallel_call_and_result(counter):
+    """Parallel calls are several events: 6 steps of 3 calls are 36 events (+2), over max_size 20
+    although only 14 messages; the kept suffix is 20 // 2 − 2 − 1 = 7 events: the last step (6)."""
+    msgs = [Message.text_message("system", "sys"), Message.text_message("user", "Task: fix bug 12")]
+    for k in range(6):
+        ids = [f"c{k}_{j}" for j in range(3)]
+        msgs += [Message("assistant", tuple(ToolUse(i, "bash", {"command": i}) for i in ids)),
+                 Message("user", tuple(ToolResult(i, f"output {i}") for i in ids))]
+    from strategies.openhands import event_count
+    assert sum(event_count(m) for m in msgs) == 38 and len(msgs) == 14
+    _, _, out = run(LLMSummarizing(max_size=20), tuple(msgs), counter)
+    new = out.context.messages
+    assert new[:2] == tuple(msgs[:2]) and new[2].meta.get("summary") and new[3:] == tuple(msgs[-2:])
+    assert run(LLMSummarizing(max_size=40), tuple(msgs), counter)[2] is None
+
+
 def test_v1_request_on_overflow_halves_the_view(counter):
     msgs = history(10)  # 22 events: request suffix 22 // 2 - 2 - 1 = 8, end 14 (an action)
     _, _, out = run(LLMSummarizing(), msgs, counter, hook="on_overflow")
@@ -90,6 +106,15 @@ def test_v0_rebuilt_view_is_head_summary_and_55(counter):
     new = out.context.messages
     assert new[:4] == msgs[:4] and new[4].meta.get("summary")
     assert new[5:] == msgs[-55:] and len(new) == 4 + 1 + 55  # spec: 120 / 4 -> 60
+
+
+def test_v0_condensation_request_keeps_max_size_half_not_half_the_view(counter):
+    """V0 on a context-window error: the tail is max_size // 2 − keep_first − 1 events even when the
+    view is shorter than max_size (80 events: 60 − 4 − 1 = 55 kept, not 80 // 2 − 5 = 35)."""
+    msgs = history(39)  # 80 messages
+    _, _, out = run(strategies.build("openhands:v0"), msgs, counter, hook="on_overflow")
+    new = out.context.messages
+    assert new[4].meta.get("summary") and new[5:] == msgs[-54:]  # 55 kept; render drops the orphan result
 
 
 def test_observation_masking_masks_outside_the_window_and_drops_their_actions(counter):

@@ -1,4 +1,8 @@
-"""What every importer's fuzz test asserts: a bad file fails with the importer's own error, naming the file."""
+"""What every importer's fuzz test asserts: a bad file fails with the importer's own error, naming the file.
+
+The campaign over every registered format (`make fuzz`, tests/traces/fuzz_campaign.py) checks the same
+thing at scale, and also that what is accepted can be written natively and replayed.
+"""
 
 from __future__ import annotations
 

@@ -132,8 +132,9 @@ def test_not_utf8_names_the_line():
     path = _write(b"# aider chat started at 2024-01-01 00:00:00\n\n#### hi\n\nok \xff\n")
     with pytest.raises(TraceError, match=r":5: not UTF-8"):
         aider.read_file(path)
-    result = aider.read_file(path, lenient=True)
-    assert result.skipped == 1 and len(result.traces) == 1
+    result = read_path(path, lenient=True)  # repaired (U+FFFD) and counted, not dropped
+    assert len(result.traces) == 1 and result.traces[0].messages[1].text == "ok \ufffd"
+    assert any("repaired 1 invalid UTF-8" in n for n in result.notes)
 
 
 def test_no_session_is_an_error():

@@ -295,3 +295,65 @@ def test_fuzz_only_trace_errors(muts):
                 assert str(path) in str(e)
     finally:
         path.unlink()
+
+
+def _v1(rec: dict) -> dict:
+    """A record as Claude Code 1.0.x wrote it (its version on every record; no compact_boundary)."""
+    return {**rec, "version": "1.0.43", "userType": "external"}
+
+
+V1_SUMMARY = "This session is being continued from a previous conversation that ran out of context. Goal: X."
+V1_SESSION = [_v1(r) for r in [
+    _rec("user", "u1", None, message={"role": "user", "content": "fix the bug"}),
+    _asst("a1", "u1", "m1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.py"}},
+          {"input_tokens": 10, "output_tokens": 5}),
+    _result("r1", "a1", "t1", "def f(): ..."),
+    _asst("a2", "r1", "m2", {"type": "text", "text": "Found it."}, {"input_tokens": 20, "output_tokens": 3}),
+    _rec("user", "u2", "a2", message={"role": "user", "content": "now run the tests"}),
+    _asst("ax", "u2", "mx", {"type": "text", "text": "(rewound answer)"}, {"input_tokens": 30, "output_tokens": 3}),
+    _asst("a3", "u2", "m3", {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "pytest"}},
+          {"input_tokens": 30, "output_tokens": 4}),
+    _result("r2", "a3", "t2", "1 failed"),
+    _asst("a4", "r2", "m4", {"type": "text", "text": "One test fails."}, {"input_tokens": 40, "output_tokens": 4}),
+    _rec("user", "s1", None, isCompactSummary=True, message={"role": "user", "content": V1_SUMMARY}),
+    _asst("a5", "s1", "m5", {"type": "tool_use", "id": "t3", "name": "Edit", "input": {"file_path": "a.py"}},
+          {"input_tokens": 15, "output_tokens": 6}),
+    _result("r3", "a5", "t3", "edited"),
+    _asst("a6", "r3", "m6", {"type": "text", "text": "Fixed."}, {"input_tokens": 25, "output_tokens": 2}),
+]]
+
+
+def test_v1_compaction_imports_calls_on_both_sides():
+    """1.0.x: the summary is a parentUuid-null root; the calls before it are imported, not dropped."""
+    path = _write([json.dumps(r) for r in V1_SESSION])
+    try:
+        result = claude_code.read_file(path)
+        (trace,) = result.traces
+        answers = [m.id for m in trace.messages if m.role == "assistant"]
+        assert answers == ["m1", "m2", "m3", "m4", "m5", "m6"]  # both sides of the compaction
+        (c,) = trace.compactions
+        assert (c.trigger, c.pre_tokens, c.summary) == ("unrecorded", None, V1_SUMMARY)
+        kept = trace.messages[c.message_index]
+        assert kept.meta.get("summary") is True and kept.text == V1_SUMMARY
+        assert [m.id for m in trace.messages[:c.message_index] if m.role == "assistant"] == ["m1", "m2", "m3", "m4"]
+        assert trace.meta["version"] == "1.0.43"
+        # the rewound answer is the one call not imported: counted and reported, not lost silently
+        assert trace.meta["skipped_calls"] == 1
+        assert any("skipped 1 model call" in n for n in result.notes)
+        assert not any("broken parentUuid" in n for n in result.notes)
+        assert trace.n_calls + trace.meta["skipped_calls"] == len({r["message"]["id"] for r in V1_SESSION
+                                                                   if r["type"] == "assistant"})
+    finally:
+        path.unlink()
+
+
+def test_v1_session_replays_and_fidelity_pairs_its_compaction(counter):
+    from bench.fidelity import recorded_calls
+
+    path = _write([json.dumps(r) for r in V1_SESSION])
+    try:
+        (trace,) = claude_code.read_file(path).traces
+    finally:
+        path.unlink()
+    assert recorded_calls(trace) == (4,)  # took effect after the fourth answer
+    _assert_replays(trace, counter)

@@ -25,6 +25,8 @@ __all__ = ["READERS", "ReadResult", "UnknownFormatError", "detect", "load", "rea
 READERS: dict[str, str] = {
     "native": "traces.native",
     "claude-code": "traces.formats.claude_code",
+    "copilot-cli": "traces.formats.copilot_cli",
+    "gemini-cli": "traces.formats.gemini_cli",
     "codex": "traces.formats.codex",
     "cline": "traces.formats.cline",
     "opencode": "traces.formats.opencode",
@@ -74,8 +76,21 @@ def detect(path: Path) -> str:
 
 
 def read_path(path: Path, *, lenient: bool = False, fmt: str | None = None) -> ReadResult:
+    """Read one file with its importer; text is validated on the way in (traces.formats._common).
+
+    With ``lenient``, bad text is repaired and counted in the notes rather than refused.
+    """
+    from traces.formats._common import check_trace, checking
+
     name = fmt or detect(path)
-    return _module(name).read_file(path, lenient=lenient)  # type: ignore[no-any-return]
+    with checking(lenient) as check:
+        result: ReadResult = _module(name).read_file(path, lenient=lenient)
+    for trace in result.traces:
+        check_trace(trace, path=path)
+    note = check.note(path)
+    if note:
+        result.notes.append(note)
+    return result
 
 
 def expand(sources: Iterable[str]) -> list[Path]:

@@ -8,8 +8,13 @@ keeps the importers short and their errors uniform.
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +32,279 @@ from traces.model import (
 )
 
 __all__ = [
-    "NO_RESULT", "Skips", "anthropic_blocks", "fill_missing_results", "finish", "first_json_line",
-    "get_bool", "get_dict", "get_int", "get_list", "get_num", "get_str", "image_block", "iter_jsonl",
-    "read_json", "result_text", "ts_seconds",
+    "MAX_DEPTH", "MAX_STRING", "NOT_JSON", "NO_RESULT", "Skips", "TextCheck", "anthropic_blocks", "check_trace",
+    "checking", "decode", "embedded_json", "fill_missing_results", "finish", "first_json_line", "get_bool",
+    "get_dict", "get_int", "get_list", "get_num", "get_str", "image_block", "iter_jsonl", "json_depth", "loads",
+    "read_bytes", "read_json", "result_text", "sniff_json", "too_deep", "ts_seconds",
 ]
+
+
+# --- Text validated once on the way in -------------------------------------------------------------
+# Why: a JSON escape can smuggle text no encoder accepts (a lone surrogate ``\ud83d``) or a NUL into
+# a trace; nesting a thousand levels deep overflows the parser's stack (and any recursive writer's).
+# Every importer reads through ``decode`` and ``loads`` below, so those are refused (or, with
+# --lenient, repaired and counted) here, naming the file, the line and the record path, before any
+# importer, writer or tokenizer sees them. ``check_trace`` re-checks what an importer built.
+
+MAX_DEPTH = 100
+"""Deepest nesting of JSON objects and lists in one record (real logs stay under ~15)."""
+MAX_STRING = 32 * 1024 * 1024
+"""Longest single string, in characters (32 Mi: a large base64 image still fits)."""
+
+_BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_BAD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_BRACKETS = re.compile(r"[^\[\]{}]+")
+_STEP = str.maketrans({"[": "\x01", "{": "\x01", "]": "\x02", "}": "\x02"})
+_DELTA = {"\x01": 1, "\x02": -1}
+
+
+class TextCheck:
+    """The validation mode of one read: strict (bad text is a TraceError) or lenient (repaired, counted)."""
+
+    def __init__(self, lenient: bool) -> None:
+        self.lenient = lenient
+        self.repaired: Counter[str] = Counter()
+        """What was repaired, by kind (``lone surrogate``, ``NUL``, ``invalid UTF-8``, ``string over …``)."""
+
+    def note(self, path: str | Path) -> str | None:
+        if not self.repaired:
+            return None
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.repaired.items()))
+        return f"{path}: repaired {kinds} (--lenient; replaced by U+FFFD)"
+
+
+_CHECK: ContextVar[TextCheck | None] = ContextVar("text_check", default=None)
+
+
+@contextmanager
+def checking(lenient: bool) -> Iterator[TextCheck]:
+    """Read in this mode: ``traces.formats.read_path`` wraps every importer in it.
+
+    A context variable, not a parameter, because text is parsed deep inside the importers (tool
+    arguments are JSON inside JSON) where the --lenient flag is not passed down. Outside any
+    ``checking`` block reading is strict.
+    """
+    token = _CHECK.set(TextCheck(lenient))
+    try:
+        yield _CHECK.get()  # type: ignore[misc]
+    finally:
+        _CHECK.reset(token)
+
+
+def _repair(kind: str, error: str, *, path: PathLike, line: int | None, at: str | None = None,
+            lenient: bool | None = None) -> None:
+    """Count a repair in lenient mode; raise the error in strict mode.
+
+    The mode is ``lenient`` when the caller knows it, else that of the enclosing ``checking``.
+    """
+    mode = _CHECK.get()
+    if not (lenient if lenient is not None else mode is not None and mode.lenient):
+        raise TraceError(error, **_where(path, line), at=at or None)
+    if mode is not None:
+        mode.repaired[kind] += 1
+
+
+def read_bytes(path: str | Path) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise TraceError(f"cannot read: {e.strerror}", path=str(path)) from None
+
+
+def decode(data: bytes, *, path: PathLike, line: int | None = None, lenient: bool | None = None) -> str:
+    """UTF-8 bytes as text: invalid bytes or a NUL are an error naming the line, or (lenient) U+FFFD, counted.
+
+    ``line`` is the line number of the first byte (for a line of a JSONL file); for a whole file the
+    line of the first bad byte is computed.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        at_line = (line or 1) + data[:e.start].count(b"\n")
+        _repair("invalid UTF-8", f"not UTF-8 (byte 0x{data[e.start]:02x}: {e.reason})", path=path, line=at_line,
+                lenient=lenient)
+        text = data.decode("utf-8", errors="replace")
+    nul = text.find("\x00")
+    if nul >= 0:
+        _repair("NUL", "NUL character in the text", path=path, line=(line or 1) + text.count("\n", 0, nul),
+                lenient=lenient)
+        text = text.replace("\x00", "\ufffd")
+    return text
+
+
+def json_depth(text: str) -> int:
+    """How deep the JSON text nests objects and lists, counted without parsing (strings skipped)."""
+    steps = _BRACKETS.sub("", _JSON_STRING.sub("", text)).translate(_STEP)
+    return max(accumulate(map(_DELTA.__getitem__, steps), initial=0))
+
+
+def too_deep(text: str) -> int:
+    """The depth of the JSON text when it is over MAX_DEPTH, else 0 (cheap when there are few brackets)."""
+    if text.count("{") + text.count("[") <= MAX_DEPTH:
+        return 0
+    depth = json_depth(text)
+    return depth if depth > MAX_DEPTH else 0
+
+
+def sniff_json(line: str) -> Any:
+    """A line parsed as JSON for sniffing, or None when it is not JSON (or nests past MAX_DEPTH)."""
+    if too_deep(line):
+        return None
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+def loads(text: str | bytes, *, path: PathLike, line: int | None = None, at: str | None = None,
+          what: str = "JSON", lenient: bool | None = None) -> Any:
+    """One JSON document, with the nesting limit checked before parsing and every string validated.
+
+    Errors name the file, the line (``line`` is where the document starts) and, for bad text, the
+    record path inside it (``messages[12].content[0]``), prefixed by ``at`` for JSON inside JSON.
+    """
+    if isinstance(text, bytes):
+        text = decode(text, path=path, line=line, lenient=lenient)
+    depth = too_deep(text)
+    if depth:
+        raise TraceError(f"{what} nested {depth} levels deep (limit {MAX_DEPTH})",
+                         **_where(path, line), at=at)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        where = _where(path, (line or 1) + e.lineno - 1 if line or e.lineno > 1 else None)
+        raise TraceError(f"bad {what} ({e.msg}, column {e.colno})", **where, at=at) from None
+    except (ValueError, RecursionError) as e:
+        raise TraceError(f"bad {what} ({e})", **_where(path, line), at=at) from None
+    if _suspicious(text):
+        value = _clean(value, path=path, line=line, at=at or "", lenient=lenient)
+    return value
+
+
+def _suspicious(text: str) -> bool:
+    """Whether parsed JSON text may hold a bad string (cheap: substring tests before any regex)."""
+    if len(text) > MAX_STRING or "\x00" in text:
+        return True
+    if ("\\ud" in text or "\\uD" in text or "\\u0000" in text) and _BAD_ESCAPE.search(text):
+        return True
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a raw surrogate
+            return True
+    return False
+
+
+def embedded_json(text: str, *, path: PathLike, line: int | None = None, at: str | None = None) -> Any:
+    """JSON held in a string (tool-call arguments): its value, or ``_NOT_JSON`` when it does not parse.
+
+    The caller keeps unparsable text as text; parsed values are validated like any record.
+    """
+    if too_deep(text):
+        return NOT_JSON
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return NOT_JSON
+    if _suspicious(text):
+        value = _clean(value, path=path, line=line, at=at or "")
+    return value
+
+
+NOT_JSON: Any = object()
+"""What ``embedded_json`` returns for text that is not JSON."""
+
+
+def _fix_string(s: str, where: str, *, path: PathLike, line: int | None, lenient: bool | None) -> str:
+    surrogate = _SURROGATE.search(s)
+    if surrogate:
+        _repair("lone surrogate", f"lone surrogate {surrogate.group()!r} in a string", path=path, line=line, at=where,
+                lenient=lenient)
+    if "\x00" in s:
+        _repair("NUL", "NUL character in a string", path=path, line=line, at=where, lenient=lenient)
+    if surrogate or "\x00" in s:
+        s = _BAD_CHAR.sub("\ufffd", s)
+    if len(s) > MAX_STRING:
+        _repair(f"string over {MAX_STRING:,} characters (cut)",
+                f"a string of {len(s):,} characters (the limit is {MAX_STRING:,})", path=path, line=line, at=where,
+                lenient=lenient)
+        s = s[:MAX_STRING]
+    return s
+
+
+def _clean(value: Any, *, path: PathLike, line: int | None, at: str, lenient: bool | None = None) -> Any:
+    """Walk a parsed document (iteratively) and validate every string, key or value, in place."""
+    if isinstance(value, str):
+        return _fix_string(value, at or "(the value)", path=path, line=line, lenient=lenient)
+    stack: list[tuple[Any, str]] = [(value, at)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, dict):
+            for k in list(node):
+                v = node[k]
+                key = k
+                sub = f"{where}.{k}" if where else str(k)
+                if _bad_text(k):
+                    key = _fix_string(k, sub, path=path, line=line, lenient=lenient)
+                    del node[k]
+                    node[key] = v
+                if isinstance(v, str):
+                    node[key] = _fix_string(v, sub, path=path, line=line, lenient=lenient) if _bad_text(v) else v
+                elif isinstance(v, (dict, list)):
+                    stack.append((v, sub))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                sub = f"{where}[{i}]"
+                if isinstance(v, str):
+                    if _bad_text(v):
+                        node[i] = _fix_string(v, sub, path=path, line=line, lenient=lenient)
+                elif isinstance(v, (dict, list)):
+                    stack.append((v, sub))
+    return value
+
+
+def _bad_text(s: str) -> str | None:
+    """What is wrong with a string (cheap when nothing is: no regex unless it has non-ASCII)."""
+    if len(s) > MAX_STRING:
+        return "over-long string"
+    if "\x00" in s:
+        return "NUL"
+    if not s.isascii():
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            return "lone surrogate"
+    return None
+
+
+def check_trace(trace: Any, *, path: PathLike) -> None:
+    """The last check on what an importer built: no bad text, no over-deep tool input, whatever it parsed.
+
+    Why: ``loads`` guards JSON read through it; this catches text an importer took from elsewhere (a
+    database column, a format added later), so no writer or tokenizer downstream meets it.
+    """
+    def walk(value: Any, where: str) -> None:
+        stack: list[tuple[Any, int]] = [(value, 0)]
+        while stack:
+            node, depth = stack.pop()
+            if isinstance(node, str):
+                what = _bad_text(node)
+                if what:
+                    raise TraceError(f"{what} in the imported trace", **_where(path, None), at=where)
+            elif isinstance(node, (Mapping, list, tuple)):
+                if depth >= MAX_DEPTH:
+                    raise TraceError(f"nested over {MAX_DEPTH} levels deep", **_where(path, None), at=where)
+                items = node.items() if isinstance(node, Mapping) else enumerate(node)
+                stack += [(x, depth + 1) for kv in items for x in kv]
+
+    walk([trace.id, trace.agent, trace.model, trace.source, trace.meta], "trace header")
+    for i, m in enumerate(trace.messages):
+        walk([m.id, m.meta], f"message {i}")
+        for j, b in enumerate(m.blocks):
+            walk([getattr(b, name, None) for name in ("text", "content", "id", "name", "tool_use_id", "input")],
+                 f"message {i}, block {j}")
 
 
 class Skips:
@@ -47,52 +321,37 @@ def iter_jsonl(path: str | Path, lenient: bool, skips: Skips | None = None) -> I
     """Yield (line number, object) for each non-blank line of a JSONL file.
 
     A line that is not a JSON object raises TraceError(path, line); with ``lenient`` it is
-    skipped and counted in ``skips``. A file that is not UTF-8 is an error in both modes.
+    skipped and counted in ``skips``. Bad text (invalid UTF-8, lone surrogates, NUL) is an error,
+    or with --lenient (``checking``) a counted repair; a line nested past MAX_DEPTH is a bad line.
     """
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise TraceError(f"cannot read: {e.strerror}", path=str(path)) from None
+    data = read_bytes(path)
     for lineno, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw.decode("utf-8"))
+            obj = loads(raw, path=path, line=lineno, what="JSON record", lenient=lenient)
             if not isinstance(obj, dict):
-                raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-        except (ValueError, RecursionError) as e:
+                raise TraceError(f"bad JSON record (expected a JSON object, got {type(obj).__name__})",
+                                 path=str(path), line=lineno)
+        except TraceError:
             if lenient:
                 if skips is not None:
                     skips.count += 1
                 continue
-            raise TraceError(f"bad JSON record ({e})", path=str(path), line=lineno) from None
+            raise
         yield lineno, obj
 
 
 def read_json(path: str | Path) -> Any:
-    """Parse a whole JSON file; errors name the file and (for syntax errors) the line."""
-    try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except OSError as e:
-        raise TraceError(f"cannot read: {e.strerror}", path=str(path)) from None
-    except UnicodeDecodeError as e:
-        raise TraceError(f"not UTF-8 ({e.reason})", path=str(path)) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TraceError(f"bad JSON ({e.msg})", path=str(path), line=e.lineno) from None
-    except (ValueError, RecursionError) as e:
-        raise TraceError(f"bad JSON ({e})", path=str(path)) from None
+    """Parse a whole JSON file; errors name the file and the line or the record path."""
+    return loads(read_bytes(path), path=path)
 
 
 def first_json_line(head: str) -> dict[str, Any] | None:
     """The first non-blank line of a file head as a JSON object, or None (for sniffing)."""
     for line in head.split("\n"):
         if line.strip():
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                return None
+            obj = sniff_json(line)
             return obj if isinstance(obj, dict) else None
     return None
 

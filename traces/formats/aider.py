@@ -19,15 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from traces.formats import ReadResult
+from traces.formats._common import decode, read_bytes
 from traces.model import Message, Trace, TraceError, Usage
 
 NAME = "aider"
 AGENT = "aider"
 HEADER = re.compile(r"^# aider chat started at (.+?)\s*$")
 MODEL = re.compile(r"^(?:Main model|Models?): (\S+)")
+NUMBER = r"(\d[\d,]*(?:\.\d+)?)"
+"""A count as aider prints it (``12,566``, ``1.2``): a line with anything else (``1.2.3k``) is not a usage line."""
 TOKENS = re.compile(r"^Tokens: (.+?) received[.,](.*)$")
-COUNT = re.compile(r"^([\d.,]+)([kKmM]?) (sent|cache write|cache hit|cached)$")
-COST = re.compile(r"Cost: \$([\d.,]+) (?:request|message)")
+COUNT = re.compile(rf"^{NUMBER}([kKmM]?) (sent|cache write|cache hit|cached)$")
+COST = re.compile(rf"Cost: \${NUMBER} (?:request|message)")
 
 
 def parse_count(number: str, suffix: str) -> int:
@@ -47,7 +50,7 @@ def parse_tokens(line: str) -> tuple[Usage, float | None] | None:
         if c is None:
             return None
         counts[c.group(3)] = parse_count(c.group(1), c.group(2))
-    last = re.fullmatch(r"([\d.,]+)([kKmM]?)", joined[-1]) if joined else None
+    last = re.fullmatch(rf"{NUMBER}([kKmM]?)", joined[-1]) if joined else None
     if last is None or "sent" not in counts:
         return None
     hit = counts.get("cache hit", counts.get("cached", 0))
@@ -149,18 +152,8 @@ def sniff_file(path: Path, head: str) -> str | None:
 
 def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise TraceError(f"cannot read: {e.strerror}", path=str(path)) from None
-    skipped = 0
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        if not lenient:
-            raise TraceError(f"not UTF-8 ({e.reason})", path=str(path), line=data[:e.start].count(b"\n") + 1) from None
-        text, skipped = data.decode("utf-8", errors="replace"), 1
-    result = ReadResult([], skipped)
+    text = decode(read_bytes(path), path=path, lenient=lenient)
+    result = ReadResult([])
     empty = 0
     for n, s in enumerate(sessions(text)):
         typed = any(m.role == "user" and not m.meta.get("aider_output") for m in s.messages)

@@ -18,12 +18,18 @@ from typing import Any
 
 from traces.formats import ReadResult
 from traces.formats._common import (
+    NOT_JSON,
     anthropic_blocks,
+    decode,
+    embedded_json,
     fill_missing_results,
     get_dict,
     get_int,
     get_list,
     get_str,
+    loads,
+    read_bytes,
+    sniff_json,
     ts_seconds,
 )
 from traces.model import (
@@ -119,14 +125,13 @@ def openai_content(content: Any, *, path: Any = None, line: int | None = None) -
     return tuple(out)
 
 
-def parse_arguments(raw: Any) -> dict[str, Any]:
+def parse_arguments(raw: Any, *, path: Any = None, line: int | None = None) -> dict[str, Any]:
     """Tool-call arguments (a JSON string, usually) as a dict; malformed JSON is kept as text."""
     if isinstance(raw, dict):
         return raw
     if isinstance(raw, str):
-        try:
-            value = json.loads(raw) if raw.strip() else {}
-        except (ValueError, RecursionError):
+        value = embedded_json(raw, path=path, line=line, at="arguments") if raw.strip() else {}
+        if value is NOT_JSON:
             return {"arguments": raw}
         return value if isinstance(value, dict) else {"arguments": value}
     return {} if raw is None else {"arguments": raw}
@@ -135,7 +140,8 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
 def _tool_use(call: Any, ids: Ids, path: Any, line: int | None) -> ToolUse:
     fn = get_dict(call, "function", path=path, line=line)
     call_id = get_str(call, "id", "", path=path, line=line) or ids.next()
-    return ToolUse(call_id, get_str(fn, "name", path=path, line=line), parse_arguments(fn.get("arguments")))
+    return ToolUse(call_id, get_str(fn, "name", path=path, line=line),
+                   parse_arguments(fn.get("arguments"), path=path, line=line))
 
 
 def openai_messages(raw: Any, *, path: Any = None, line: int | None = None, ids: Ids | None = None) -> list[Message]:
@@ -261,29 +267,20 @@ def _units(path: Path, text: str, lenient: bool) -> tuple[list[tuple[int | None,
     """The file as (line, conversation) units, and how many bad lines were skipped."""
     numbered = list(_lines(text))
     if len(numbered) > 1:
-        try:
-            json.loads(numbered[0][1])
-            jsonl = True
-        except (ValueError, RecursionError):
-            jsonl = False
+        jsonl = sniff_json(numbered[0][1]) is not None
         if jsonl:
             units, bad = [], 0
             for n, line in numbered:
                 try:
-                    units.append((n, json.loads(line)))
-                except (ValueError, RecursionError) as e:
+                    units.append((n, loads(line, path=path, line=n, what="JSON line", lenient=lenient)))
+                except TraceError:
                     if not lenient:
-                        raise TraceError(f"bad JSON line ({e})", path=str(path), line=n) from None
+                        raise
                     bad += 1
             if units and all(isinstance(o, dict) and "role" in o and "messages" not in o for _, o in units):
                 return [(units[0][0], [o for _, o in units])], bad
             return units, bad
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TraceError(f"bad JSON ({e.msg})", path=str(path), line=e.lineno) from None
-    except (ValueError, RecursionError) as e:
-        raise TraceError(f"bad JSON ({e})", path=str(path)) from None
+    obj = loads(text, path=path)
     if isinstance(obj, list) and obj and all(isinstance(o, (dict, list)) and (isinstance(o, list) or "messages" in o)
                                              for o in obj):
         return [(None, o) for o in obj], 0
@@ -294,11 +291,7 @@ def sniff_file(path: Path, head: str) -> str | None:
     text = head.lstrip("\ufeff \t\r\n")
     if not text.startswith(("[", "{")):
         return "not JSON (does not start with [ or {)"
-    first = text.split("\n", 1)[0]
-    try:
-        obj = json.loads(first)
-    except (ValueError, RecursionError):
-        obj = None
+    obj = sniff_json(text.split("\n", 1)[0])
     if isinstance(obj, dict) and ("messages" in obj or ("role" in obj and "content" in obj)):
         return None
     if isinstance(obj, list) and obj and isinstance(obj[0], dict) and "role" in obj[0]:
@@ -312,12 +305,7 @@ def sniff_file(path: Path, head: str) -> str | None:
 
 def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
     path = Path(path)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as e:
-        raise TraceError(f"cannot read: {e.strerror}", path=str(path)) from None
-    except UnicodeDecodeError as e:
-        raise TraceError(f"not UTF-8 ({e.reason})", path=str(path)) from None
+    text = decode(read_bytes(path), path=path, lenient=lenient)
     units, skipped = _units(path, text, lenient)
     result = ReadResult([], skipped)
     for i, (line, obj) in enumerate(units):

@@ -7,6 +7,9 @@ written as one line per content block (shared ``message.id``), and most lines ar
 attach every tool result to its call, and keep the agent's own compaction (``compact_boundary`` +
 ``isCompactSummary``) as a RecordedCompaction. Subagent (sidechain) records become their own traces.
 Checked against Claude Code v2.1.38–39 files (marot/spotter @ 8cc42b0, test/fixtures/transcripts).
+Claude Code 1.0.x (2025) wrote no boundary: its summary is a root record (``parentUuid`` null) in the
+same file, and the chain goes on to the records before it in file order. A model call that is not on
+the chain (a rewound branch) is counted in ``meta["skipped_calls"]`` and the notes, never lost silently.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from traces.formats._common import (
     get_int,
     get_str,
     iter_jsonl,
+    too_deep,
     ts_seconds,
 )
 from traces.model import (
@@ -74,6 +78,8 @@ def sniff_file(path: Path, head: str) -> str | None:
         if not line.strip():
             continue
         try:
+            if too_deep(line):  # parsing it would overflow the stack
+                raise ValueError("nested too deep")
             rec = json.loads(line)
         except ValueError:  # one bad line (truncated, garbage) is the reader's to report, by line
             bad += 1
@@ -130,6 +136,9 @@ def _chain(recs: list[_Rec]) -> tuple[list[_Rec], int]:
 
     A parent that is absent (a lost line, or a boundary whose logical parent was never written)
     is bridged to the nearest earlier record in file order, so no history is silently dropped.
+    Claude Code 1.0.x writes no ``compact_boundary``: its summary record (``isCompactSummary``) has
+    ``parentUuid`` null, and the pre-compaction records precede it in the same file; the walk goes
+    on through it the same way (not counted as a broken link).
     """
     by_uuid = {r.uuid: r for r in recs}
     pos = {id(r): i for i, r in enumerate(recs)}
@@ -142,15 +151,17 @@ def _chain(recs: list[_Rec]) -> tuple[list[_Rec], int]:
         seen.add(cur.uuid)
         out.append(cur)
         link = cur.parent or cur.logical_parent
-        if link is None:
+        if link is None and not cur.compact_summary:
             break
-        nxt = by_uuid.get(link)
+        nxt = by_uuid.get(link) if link is not None else None
         if nxt is None or nxt.uuid in seen:
+            # A lost parent, or a 1.0.x compaction summary (a root: ``parentUuid`` null, no boundary):
+            # what came before is the nearest earlier record in file order.
             i = pos[id(cur)] - 1
             while i >= 0 and recs[i].uuid in seen:
                 i -= 1
             nxt = recs[i] if i >= 0 else None
-            breaks += nxt is not None and cur.subtype != "compact_boundary"
+            breaks += nxt is not None and link is not None and cur.subtype != "compact_boundary"
         cur = nxt
     out.reverse()
     return out, breaks
@@ -209,8 +220,8 @@ def _trace(recs: list[_Rec], path: Path, session: str, side: str, version: str |
                 cm = boundary.compact_meta if boundary is not None else {}
                 pre = cm.get("preTokens")
                 text = Message("user", blocks).text if r.compact_summary else ""
-                compactions.append(RecordedCompaction(
-                    len(messages), str(cm.get("trigger") or "auto"),
+                compactions.append(RecordedCompaction(  # 1.0.x: no boundary, so no trigger recorded
+                    len(messages), str(cm.get("trigger") or ("auto" if boundary is not None else "unrecorded")),
                     pre if isinstance(pre, int) and not isinstance(pre, bool) else None, text))
                 if r.compact_summary:
                     meta["summary"] = True
@@ -224,13 +235,16 @@ def _trace(recs: list[_Rec], path: Path, session: str, side: str, version: str |
         notes.append(f"{path}: {orphans} orphan tool result(s) kept as flagged text")
     if breaks:
         notes.append(f"{path}: {breaks} broken parentUuid link(s) bridged in file order")
+    off_chain = sum(1 for k in groups if k not in emitted)
+    if off_chain:  # every model call is imported or counted here: rewound / abandoned branches
+        notes.append(f"{path}: skipped {off_chain} model call(s) on branches off the main chain (rewinds)")
     models = Counter(m.meta.get("model") for m in messages
                      if m.role == "assistant" and m.meta.get("model") not in (None, "<synthetic>"))
     trace = Trace(
         id=f"{session}/{side}" if side else session, messages=tuple(messages), agent=AGENT,
         model=models.most_common(1)[0][0] if models else None, source=str(path),
         compactions=recorded,
-        meta={"session_id": session, "version": version, "sidechain": bool(side),
+        meta={"session_id": session, "version": version, "sidechain": bool(side), "skipped_calls": off_chain,
               **({"agent_id": side} if side else {})},
     )
     return trace, notes

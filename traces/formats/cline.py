@@ -15,7 +15,6 @@ trace, so loading a whole task folder works.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from traces.formats._common import (
     get_list,
     get_str,
     read_json,
+    sniff_json,
     ts_seconds,
 )
 from traces.model import (
@@ -107,16 +107,13 @@ def _ui_usages(path: Path) -> list[Usage]:
     if not ui.is_file():
         return []
     try:
-        items = json.loads(ui.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        items = sniff_json(ui.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
         return []
     out = []
     for it in items if isinstance(items, list) else []:
         if isinstance(it, dict) and it.get("say") == "api_req_started" and isinstance(it.get("text"), str):
-            try:
-                d = json.loads(it["text"])
-            except ValueError:
-                continue
+            d = sniff_json(it["text"])
             if isinstance(d, dict):
                 keys = ("tokensIn", "tokensOut", "cacheReads", "cacheWrites")
                 n = {k: d[k] if isinstance(d.get(k), int) else 0 for k in keys}

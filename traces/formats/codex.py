@@ -23,12 +23,14 @@ from typing import Any
 from traces.formats import ReadResult
 from traces.formats._common import (
     Skips,
+    embedded_json,
     finish,
     get_dict,
     get_int,
     get_list,
     get_str,
     iter_jsonl,
+    sniff_json,
     ts_seconds,
 )
 from traces.model import (
@@ -62,14 +64,13 @@ OUTPUT_SIDE = ("function_call_output", "custom_tool_call_output", "local_shell_c
 def sniff_file(path: Path, head: str) -> str | None:
     lines = [line for line in head.split("\n") if line.strip()][:2]
     first = lines[0] if lines else ""
-    try:
-        rec = json.loads(first)
-    except ValueError:
+    rec = sniff_json(first)
+    if rec is None:
         if re.match(r'\{"timestamp":"[^"]*","type":"(session_meta|response_item)","payload":\{', first):
             return None
-        try:  # a garbage first line is the reader's to report, by line, when the next one is Codex's
-            rec = json.loads(lines[1])
-        except (ValueError, IndexError):
+        # a garbage first line is the reader's to report, by line, when the next one is Codex's
+        rec = sniff_json(lines[1]) if len(lines) > 1 else None
+        if rec is None:
             return "first line is not JSON"
     if isinstance(rec, dict) and rec.get("type") in LINE_TYPES and isinstance(rec.get("payload"), dict):
         return None
@@ -152,10 +153,7 @@ def _call(p: dict[str, Any], kind: str, fill: _Filler, path: Path, line: int) ->
     if kind == "custom_tool_call":
         return ToolUse(call_id, name, {"input": fill(get_str(p, "input", "", path=path, line=line))})
     raw = get_str(p, "arguments", "", path=path, line=line)
-    try:
-        args = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        args = None
+    args = embedded_json(raw, path=path, line=line, at="payload.arguments") if raw.strip() else {}
     return ToolUse(call_id, name, args if isinstance(args, dict) else {"arguments": fill(raw)})
 
 
@@ -179,10 +177,14 @@ class _Builder:
         self.results: list[Block] = []
         self.ts: float | None = None
         self.model: str | None = None
+        self.window: int | None = None
+        """The model_context_window Codex reported (token_count info): the window it compacts against."""
 
     def close_answer(self, usage: Usage | None = None) -> None:
         if self.answer:
             meta = {"model": self.model} if self.model else {}
+            if self.window:
+                meta["context_window"] = self.window
             self.messages.append(Message("assistant", tuple(self.answer), usage=usage, timestamp=self.ts, meta=meta))
             self.answer = []
 
@@ -240,6 +242,8 @@ def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
                     b.answer.append(_call(p, item, fill, path, line))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
                 info = p["info"]
+                if isinstance(info.get("model_context_window"), int) and info["model_context_window"] > 0:
+                    b.window = info["model_context_window"]
                 total = info.get("total_token_usage")
                 if total != prev_total or not isinstance(total, dict):
                     usage = _usage(info, prev_total, path, line)

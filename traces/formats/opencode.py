@@ -12,14 +12,14 @@ far?") answered by a ``summary: true`` message is a RecordedCompaction; pruned o
 
 from __future__ import annotations
 
-import json
+import re
 import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from traces.formats import ReadResult
-from traces.formats._common import finish, get_dict, get_int, get_list, get_str, read_json, ts_seconds
+from traces.formats._common import decode, finish, get_dict, get_int, get_list, get_str, loads, read_json, ts_seconds
 from traces.model import (
     Block,
     Image,
@@ -43,6 +43,11 @@ SQLITE_MAGIC = "SQLite format 3"
 
 Raw = tuple[dict[str, Any], list[dict[str, Any]]]
 """One message as stored: its info and its parts (sorted by id)."""
+FROM = "\x00from"
+"""Key under which a stored info or part dict carries where it came from (its file, or database row),
+so an error names that record rather than the session file."""
+SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+"""An id that is used as a file name in the storage tree."""
 
 
 def sniff_file(path: Path, head: str) -> str | None:
@@ -112,14 +117,14 @@ def _convert(session: dict[str, Any], raws: list[Raw], source: str) -> tuple[Tra
     pending_compaction: str | None = None
     last_prompt: int | None = None
     for info, parts in raws:
-        where = {"path": source, "line": None}
+        where = {"path": info.get(FROM, source), "line": None}
         role = get_str(info, "role", **where)
         mid = get_str(info, "id", None, **where)
         ts = ts_seconds(get_dict(info, "time", {}, **where).get("created"))
         if role == "user":
             if isinstance(info.get("system"), str) and info["system"] and not messages:
                 messages.append(Message.text_message("system", info["system"]))
-            blocks = [b for p in parts for b in _part_blocks(p, where)[0]]
+            blocks = [b for p in parts for b in _part_blocks(p, _from(p, where))[0]]
             comp = next((p for p in parts if p.get("type") == "compaction"), None)
             if comp is not None:
                 pending_compaction = "auto" if comp.get("auto") is True else "manual"
@@ -127,7 +132,7 @@ def _convert(session: dict[str, Any], raws: list[Raw], source: str) -> tuple[Tra
                 messages.append(Message("user", tuple(blocks), timestamp=ts, id=mid))
             continue
         if role != "assistant":
-            raise TraceError(f"message {mid}: unknown role {role!r}", path=source)
+            raise TraceError(f"message {mid}: unknown role {role!r}", **where)
         model = get_str(info, "modelID", None, **where)
         if model:
             models[model] += 1
@@ -139,9 +144,9 @@ def _convert(session: dict[str, Any], raws: list[Raw], source: str) -> tuple[Tra
             if p.get("type") == "step-start" and (steps[-1][0] or steps[-1][2]):
                 steps.append(([], [], None))
             elif p.get("type") == "step-finish":
-                steps[-1] = (steps[-1][0], steps[-1][1], _usage(p.get("tokens"), where))
+                steps[-1] = (steps[-1][0], steps[-1][1], _usage(p.get("tokens"), _from(p, where)))
             else:
-                said, results = _part_blocks(p, where)
+                said, results = _part_blocks(p, _from(p, where))
                 steps[-1][0].extend(said)
                 steps[-1][1].extend(results)
         if len(steps) == 1 and steps[0][2] is None:
@@ -167,36 +172,45 @@ def _convert(session: dict[str, Any], raws: list[Raw], source: str) -> tuple[Tra
                  compactions=recorded, meta=meta), notes
 
 
-def _json(text: Any, where: str) -> dict[str, Any]:
-    try:
-        d = json.loads(text) if isinstance(text, (str, bytes)) else None
-    except ValueError as e:
-        raise TraceError(f"bad JSON in {where} ({e})") from None
+def _from(record: dict[str, Any], where: dict[str, Any]) -> dict[str, Any]:
+    return {"path": record.get(FROM, where["path"]), "line": None}
+
+
+def _row(path: Path, table: str, rid: Any, data: Any, lenient: bool) -> dict[str, Any]:
+    """A message or part row's JSON (read as bytes: invalid UTF-8 is named, or repaired with --lenient)."""
+    name = rid.decode("utf-8", "replace") if isinstance(rid, bytes) else str(rid)
+    where = f"{path}: {table} {name}"
+    text = data if isinstance(data, bytes) else str(data or "").encode()
+    d = loads(decode(text, path=where, lenient=lenient), path=where, lenient=lenient)
     if not isinstance(d, dict):
-        raise TraceError(f"{where}: data is not a JSON object")
-    return d
+        raise TraceError("data is not a JSON object", path=where)
+    return {**d, "id": name, FROM: where}
 
 
 def _from_db(path: Path, lenient: bool) -> ReadResult:
     result = ReadResult([])
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db.text_factory = bytes  # decoded by us, so a bad byte names its row
         with db:
             sessions = db.execute("select id from session order by id").fetchall()
             for (sid,) in sessions:
                 raws: list[Raw] = []
-                for mid, data in db.execute("select id, data from message where session_id=? order by id", (sid,)):
+                rows = db.execute("select id, data from message where cast(session_id as blob)=? order by id", (sid,))
+                for mid, data in rows.fetchall():
                     try:
-                        info = {**_json(data, f"message {mid}"), "id": mid}
-                        parts = [{**_json(d, f"part {pid}"), "id": pid} for pid, d in db.execute(
-                            "select id, data from part where message_id=? order by id", (mid,))]
-                    except TraceError as e:
+                        info = _row(path, "message", mid, data, lenient)
+                        parts = [_row(path, "part", pid, d, lenient) for pid, d in db.execute(
+                            "select id, data from part where cast(message_id as blob)=? order by id", (mid,))]
+                    except TraceError:
                         if not lenient:
-                            raise TraceError(str(e), path=str(path)) from None
+                            raise
                         result.skipped += 1
                         continue
                     raws.append((info, parts))
-                trace, notes = _convert({"id": sid}, raws, str(path))
+                session = {"id": decode(sid, path=f"{path}: session", lenient=lenient)
+                           if isinstance(sid, bytes) else str(sid)}
+                trace, notes = _convert(session, raws, str(path))
                 result.traces.append(trace)
                 result.notes += notes
         db.close()
@@ -209,7 +223,7 @@ def _from_storage(path: Path, session: dict[str, Any], lenient: bool) -> ReadRes
     """``storage/session/<project>/<id>.json``: messages in ``storage/message/<id>/``, parts in
     ``storage/part/<message id>/``."""
     root = path.parent.parent.parent
-    sid = get_str(session, "id", path=path)
+    sid = _file_id(session, path)
     raws: list[Raw] = []
     skipped = 0
     for mfile in sorted((root / "message" / sid).glob("*.json")):
@@ -217,18 +231,30 @@ def _from_storage(path: Path, session: dict[str, Any], lenient: bool) -> ReadRes
             info = read_json(mfile)
             if not isinstance(info, dict):
                 raise TraceError("message file is not a JSON object", path=str(mfile))
-            parts = [read_json(p) for p in sorted((root / "part" / get_str(info, "id", path=mfile)).glob("*.json"))]
-            if not all(isinstance(p, dict) for p in parts):
-                raise TraceError("part file is not a JSON object", path=str(mfile))
+            parts = []
+            for pfile in sorted((root / "part" / _file_id(info, mfile)).glob("*.json")):
+                part = read_json(pfile)
+                if not isinstance(part, dict):
+                    raise TraceError("part file is not a JSON object", path=str(pfile))
+                parts.append({**part, FROM: str(pfile)})
         except TraceError:
             if not lenient:
                 raise
             skipped += 1
             continue
-        raws.append((info, sorted(parts, key=lambda p: str(p.get("id", "")))))
+        raws.append(({**info, FROM: str(mfile)}, sorted(parts, key=lambda p: str(p.get("id", "")))))
     raws.sort(key=lambda r: str(r[0].get("id", "")))
     trace, notes = _convert(session, raws, str(path))
     return ReadResult([trace], skipped, notes)
+
+
+def _file_id(record: dict[str, Any], path: Path) -> str:
+    """A session's or message's id, which names a folder of the storage tree: a plain, short name."""
+    ident = get_str(record, "id", path=path)
+    if not SAFE_ID.fullmatch(ident):
+        raise TraceError(f"id {ident[:40]!r}{'…' if len(ident) > 40 else ''} is not a storage name "
+                         "(letters, digits, _ . -, at most 200)", path=str(path))
+    return ident
 
 
 def read_file(path: Path, *, lenient: bool = False) -> ReadResult:

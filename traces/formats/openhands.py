@@ -173,10 +173,15 @@ def events_trace(events: Any, *, trace_id: str, path: Path, line: int | None, me
     if not isinstance(events, list):
         raise TraceError(f"events should be a list, got {type(events).__name__}", path=str(path), line=line)
     b = _Builder()
-    for e in events:
+    for i, e in enumerate(events):
+        at = f"history[{i}]" if line else f"[{i}]"
         if not isinstance(e, dict) or not ("action" in e or "observation" in e):
-            raise TraceError("an event is an object with \"action\" or \"observation\"", path=str(path), line=line)
-        b.action(e) if "action" in e else b.observation(e)
+            raise TraceError("an event is an object with \"action\" or \"observation\"", path=str(path), line=line,
+                             at=at)
+        try:
+            b.action(e) if "action" in e else b.observation(e)
+        except TraceError as err:  # a field checked deep in the builder: name the file, line and event
+            raise TraceError(str(err), path=str(path), line=line, at=at) from None
     model = meta.get("model") if isinstance(meta.get("model"), str) else b.model
     where = f"{path}:{line}" if line else str(path)
     return Trace(id=trace_id, messages=finish(b.messages, where, notes), agent=AGENT, model=model, source=str(path),

@@ -12,14 +12,13 @@ Checked against SWE-agent/SWE-agent @ 3ea751c (tests/test_data/trajectories, tra
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from traces.formats import ReadResult
-from traces.formats._common import read_json
+from traces.formats._common import read_json, sniff_json
 from traces.formats.chat import Ids, finish, openai_messages
 from traces.model import Trace, TraceError
 
@@ -110,10 +109,7 @@ def _history(d: dict[str, Any], path: Path) -> list[Any]:
 def _model(d: dict[str, Any]) -> str | None:
     config = d.get("replay_config")
     if isinstance(config, str):
-        try:
-            config = json.loads(config)
-        except ValueError:
-            return None
+        config = sniff_json(config)
     try:
         name = config["agent"]["model"]["name"]  # type: ignore[index]
     except (KeyError, TypeError, IndexError):

@@ -1,0 +1,113 @@
+"""What a provider would reject in a request, checked on every agent call the replay sends.
+
+The Messages API refuses a tool_result whose tool_use did not come before it, a tool_use left
+without a result, a tool_use id used twice and a message with no content. A strategy must never
+introduce one of these; when a request has one anyway (the recorded session itself had it, or
+the agent's real behaviour produces it), the replay records the call as invalid rather than
+pretending the provider accepted it (spec/strategies.md §0, issue 11).
+
+The check is incremental: a request that extends the previous one (the usual case: the context
+only grew) costs only its new messages, so a replay stays linear in what changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import compress
+from operator import is_not
+
+from traces.model import Message, Text, ToolResult, ToolUse
+
+EVENT_KIND = "invalid"
+"""The kind of the event the replay records on such a request (not a strategy action: metrics of
+strategy events leave it out)."""
+MAX_LISTED = 5
+"""Problems named in an event's detail (the count is always complete)."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing the API would reject: where, what (``kind``) and which id or role."""
+
+    index: int
+    kind: str
+    """``orphan_result``, ``answered_twice``, ``duplicate_id``, ``empty`` or ``unanswered_call``."""
+    subject: str
+
+    def __str__(self) -> str:
+        what = {
+            "orphan_result": "tool result {} has no call before it",
+            "answered_twice": "tool result {} answers a call already answered",
+            "duplicate_id": "tool call id {} used twice",
+            "empty": "empty {} message",
+            "unanswered_call": "tool call {} has no result",
+        }[self.kind]
+        return f"messages[{self.index}]: " + what.format(self.subject)
+
+
+@dataclass
+class _State:
+    uses: set[str] = field(default_factory=set)
+    open: dict[str, int] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass
+class RequestCheck:
+    """Finds a request's problems, re-using the work done on the previous request's prefix."""
+
+    _prefix: tuple[Message, ...] = ()
+    _state: _State = field(default_factory=_State)
+
+    def problems(self, messages: Sequence[Message]) -> tuple[Problem, ...]:
+        """Each thing the API would reject, in order: orphan results, duplicate ids, empty
+        messages, then calls still without a result."""
+        msgs = tuple(messages)
+        k = len(self._prefix)
+        if k and len(msgs) >= k and all(_shape(self._prefix[i]) == _shape(msgs[i])
+                                        for i in compress(range(k), map(is_not, self._prefix, msgs))):
+            # the same messages, or ones rewritten with the same blocks' ids and roles (a masked
+            # output, a cleared result): the prefix's problems are the same
+            state = self._state
+        else:
+            state, k = _State(), 0
+        for i in range(k, len(msgs)):
+            _scan(msgs[i], i, state)
+        self._prefix, self._state = msgs, state
+        unanswered = [Problem(i, "unanswered_call", uid) for uid, i in state.open.items()]
+        return (*state.problems, *unanswered)
+
+
+def _shape(m: Message) -> tuple:
+    """All that ``_scan`` reads of a message: its role, emptiness and tool ids in order."""
+    return (m.role, not any(not isinstance(b, Text) or b.text for b in m.blocks),
+            tuple((b.type, b.id if isinstance(b, ToolUse) else b.tool_use_id)
+                  for b in m.blocks if isinstance(b, ToolUse | ToolResult)))
+
+
+def _scan(m: Message, i: int, state: _State) -> None:
+    if not any(not isinstance(b, Text) or b.text for b in m.blocks):
+        state.problems.append(Problem(i, "empty", m.role))
+    for b in m.blocks:
+        if isinstance(b, ToolUse):
+            if b.id in state.uses:
+                state.problems.append(Problem(i, "duplicate_id", b.id))
+            state.uses.add(b.id)
+            state.open[b.id] = i
+        elif isinstance(b, ToolResult):
+            if state.open.pop(b.tool_use_id, None) is None:
+                kind = "answered_twice" if b.tool_use_id in state.uses else "orphan_result"
+                state.problems.append(Problem(i, kind, b.tool_use_id))
+
+
+def problems(messages: Sequence[Message]) -> tuple[Problem, ...]:
+    """The problems of one request, checked from scratch."""
+    return RequestCheck().problems(messages)
+
+
+def describe(found: Sequence[Problem]) -> str:
+    """A one-line detail for an event: the count and the first few problems."""
+    listed = "; ".join(map(str, found[:MAX_LISTED]))
+    more = f"; and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
+    return f"{len(found)} problem{'s' if len(found) != 1 else ''} the API would reject: {listed}{more}"

@@ -1,0 +1,84 @@
+"""Which registry variant re-implements a recorded session: its agent and the version it recorded.
+
+Real sessions carry the agent's version on every record (Claude Code's ``version``, Codex's
+``cli_version``, ...). Generations of one agent that decide differently are separate registry
+variants; this table maps an (agent, version range) to the variant, with the evidence for it.
+Adding an agent or a generation is one ``Generation`` line in ``GENERATIONS``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+Version = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Sessions of ``agent`` recorded with a version in [since, until) run as ``strategy``."""
+
+    agent: str
+    strategy: str
+    since: Version | None = None
+    """Inclusive lower bound; None = from the first version."""
+    until: Version | None = None
+    """Exclusive upper bound; None = up to today."""
+    source: str = ""
+
+    def covers(self, version: Version | None) -> bool:
+        if version is None:  # an unversioned session runs as the current generation
+            return self.until is None
+        return (self.since is None or version >= self.since) and (self.until is None or version < self.until)
+
+
+GENERATIONS: tuple[Generation, ...] = (
+    Generation("claude-code", "claude-code:1.0", None, (1, 1),
+               "Claude Code 1.0.x (2025): auto-compact at 92% of the whole window, no output reserve or "
+               "13K buffer (public reverse-engineering notes of the 1.0 bundle; medium-low confidence)"),
+    Generation("claude-code", "claude-code", (1, 1), None,
+               "window - min(max output, 20K) - 13K (services/compact/autoCompact.ts as published; "
+               "matches the recorded v2.1.38 sessions at delta 0)"),
+    Generation("codex", "codex:2025", None, (0, 50),
+               "Sept-Oct 2025: flat 256,000 limit and the history-bridge message (codex-rs/core/src/compact.rs)"),
+    Generation("codex", "codex", (0, 50), (0, 140),
+               "auto_compact_token_limit = 90% of context_window (protocol/src/openai_models.rs)"),
+    Generation("codex", "codex:0.140", (0, 140), None,
+               "90% of the effective window (context_window x effective_context_window_percent 95 / 100)"),
+    Generation("cline", "cline:sdk", None, None,
+               "the 2026 SDK (sdk/packages/core/src/extensions/context); older sessions have no version"),
+    Generation("opencode", "opencode", None, None, "sst/opencode session/compaction.ts"),
+    Generation("openhands", "openhands", (1,), None, "V1 SDK LLMSummarizingCondenser"),
+    Generation("openhands", "openhands:v0", None, (1,), "V0 controller + LLMSummarizingCondenser"),
+    Generation("goose", "goose", None, None, "block/goose context_mgmt/mod.rs"),
+    Generation("aider", "aider", None, None, "Aider-AI/aider history.py"),
+    Generation("gemini-cli", "gemini-cli", None, None,
+               "context/chatCompressionService.ts @5411f113 (session files record no CLI version; "
+               "gemini-cli:2025 is the July-Oct 2025 generation, chosen by hand)"),
+    Generation("copilot-cli", "copilot-cli", None, None,
+               "closed source: copilot-sdk InfiniteSessionConfig defaults (0.80 / 0.95), one generation known"),
+)
+"""Ordered: the first generation that covers a version wins. Keep each agent's rows together."""
+
+_NUMBER = re.compile(r"\d+")
+
+
+def parse_version(text: str | None) -> Version | None:
+    """``"1.0.43"`` → (1, 0, 43); ``"v0.140.2-alpha"`` → (0, 140, 2); None when there are no digits."""
+    if not text:
+        return None
+    core = re.split(r"[-+ ]", text.strip().lstrip("vV"), maxsplit=1)[0]
+    parts = _NUMBER.findall(core)
+    return tuple(int(p) for p in parts) or None
+
+
+def matching_strategy(agent: str, version: str | None) -> str | None:
+    """The registry variant for a session of ``agent`` recorded at ``version``; None when the agent
+    has no strategy here. An unparseable or missing version means the current generation."""
+    parsed = parse_version(version)
+    rows = [g for g in GENERATIONS if g.agent == agent]
+    for g in rows:
+        if g.covers(parsed):
+            return g.strategy
+    current = [g for g in rows if g.until is None]
+    return current[0].strategy if current else None

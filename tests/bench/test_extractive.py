@@ -1,0 +1,100 @@
+"""The extractive summarizer: each strategy's template, its agent's summary size, the user's own requests."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from bench.summarizers import SummaryRequest
+from bench.summarizers.extractive import ExtractiveSummarizer, user_requests
+from bench.summarizers.sizes import fit, size_fit, stored
+from bench.summarizers.template import DEFAULT, sections
+from bench.tokens import Tokenizer
+from strategies import amp, cline, layered, openhands
+from traces.model import Message, Text, ToolResult, ToolUse
+from traces.synthetic import generate
+
+CL100K = Tokenizer("cl100k_base")
+
+
+def test_the_sections_are_read_from_each_strategy_prompt_in_its_style():
+    cc = sections(layered.SUMMARY_PROMPT)
+    assert [s.title for s in cc][:2] == ["Primary Request and Intent", "Key Technical Concepts"]
+    assert len(cc) == 9 and cc[0].heading(1) == "1. Primary Request and Intent:"
+    oh = sections(openhands.SUMMARY_PROMPT)
+    assert [s.title for s in oh][:3] == ["USER_CONTEXT", "TASK_TRACKING", "COMPLETED"]
+    assert oh[0].heading(1) == "USER_CONTEXT:"
+    sdk = sections(cline.SDK_PROMPT)
+    assert [s.title for s in sdk][0] == "Goal" and sdk[0].heading(1) == "## Goal"
+    assert sections(amp.COMPACT_PROMPT) == DEFAULT  # plain prose names no sections
+
+
+def _history() -> tuple[Message, ...]:
+    use = ToolUse("t1", "Edit", {"file_path": "src/app.py", "new_string": "def handler(): return 42"})
+    return (
+        Message.text_message("user", "Fix the failing handler in src/app.py; never touch the migrations."),
+        Message("assistant", (Text("I will edit the handler."), use)),
+        Message("user", (ToolResult("t1", "AssertionError: expected 41 got 42"),)),
+        Message.text_message("user", "What did we do so far?", meta={"compaction": True}),
+        Message.text_message("user", "[Re-read after compaction: src/app.py]\nold text", meta={"synthetic": True}),
+        Message.text_message("user", "Now also add a test for the handler."),
+        Message.text_message("assistant", "Adding the test next."),
+    )
+
+
+def test_a_summary_follows_the_strategy_template_and_holds_what_the_history_shows():
+    text = ExtractiveSummarizer().summarize(SummaryRequest(_history(), layered.SUMMARY_PROMPT, 20_000,
+                                                           "claude-code")).text
+    headings = [line for line in text.splitlines() if line[:2].rstrip(".").isdigit()]
+    assert headings[0] == "1. Primary Request and Intent:" and headings[-1] == "9. Optional Next Step:"
+    assert "User: Fix the failing handler" in text and "User: Now also add a test" in text
+    assert "src/app.py (last written: def handler(): return 42)" in text
+    assert "AssertionError: expected 41 got 42" in text
+
+
+def test_what_a_strategy_injected_is_not_taken_for_the_users_request():
+    requests = user_requests(_history())
+    assert requests == ["Fix the failing handler in src/app.py; never touch the migrations.",
+                        "Now also add a test for the handler."]
+    text = ExtractiveSummarizer().summarize(SummaryRequest(_history(), amp.COMPACT_PROMPT, 20_000, "amp")).text
+    assert "What did we do so far" not in text and "Re-read after compaction" not in text
+
+
+def test_requests_an_earlier_summary_quoted_are_carried_forward_in_order():
+    first = ExtractiveSummarizer().summarize(SummaryRequest(_history(), amp.COMPACT_PROMPT, 20_000, "amp")).text
+    later = (Message.text_message("user", first, meta={"summary": True}),
+             Message.text_message("assistant", "Done with the test."))
+    requests = user_requests(later)
+    assert requests[0].startswith("Fix the failing handler") and requests[-1].startswith("Now also add a test")
+
+
+def test_summaries_reach_the_size_their_agent_writes_and_never_pass_the_budget():
+    trace = generate("long", seed=1)
+    summarizer = ExtractiveSummarizer()
+    for strategy, prompt in (("claude-code", layered.SUMMARY_PROMPT), ("cline:sdk", cline.SDK_PROMPT)):
+        sizes = []
+        for end in range(200, len(trace.messages), 20):
+            text = summarizer.summarize(SummaryRequest(trace.messages[:end], prompt, 20_000, strategy)).text
+            sizes.append(CL100K.count(text))
+        agent, fitted = size_fit(strategy)
+        assert agent == strategy.split(":")[0]
+        assert abs(statistics.median(sizes) / fitted.median_tokens - 1) < 0.15, (strategy, sizes)
+    small = summarizer.summarize(SummaryRequest(trace.messages[:400], layered.SUMMARY_PROMPT, 500, "claude-code"))
+    assert CL100K.count(small.text) <= 500
+    again = summarizer.summarize(SummaryRequest(trace.messages[:400], layered.SUMMARY_PROMPT, 500, "claude-code"))
+    assert again.text == small.text  # deterministic
+
+
+def test_a_strategy_of_no_known_agent_uses_the_pooled_fit():
+    assert size_fit("tiered-placeholders")[0] == "pooled"
+    assert size_fit("five-layer")[0] == "claude-code"
+    assert size_fit("codex@limit_fraction=0.5")[0] == "codex"
+
+
+def test_the_stored_size_fit_is_what_the_recorded_sessions_give(shared_traces):
+    from traces.formats import load
+
+    fits = fit(load([str(shared_traces)], lenient=True).traces)
+    assert fits == stored()
+    assert pytest.approx(stored()["claude-code"].median_tokens, rel=0.3) == 3_500

@@ -1,0 +1,219 @@
+"""Runs that outgrow one machine: the Parquet task store, executors, shards, signals, planning."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bench import executors, sources, store
+from bench.cli import main
+from bench.runner import Budget, RunConfig, run
+from bench.store import TaskOutput
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = ("--traces", "synthetic:short", "--seeds", "2", "--strategies", "none", "opencode")
+
+
+def _run(tmp_path: Path, name: str, *extra: str) -> Path:
+    args = ["run", *SMALL, "--name", name, "--out", str(tmp_path), "--quiet", "--no-report", *extra]
+    assert main(args) == 0
+    return tmp_path / name
+
+
+def test_tasks_stream_into_batches_and_resume(tmp_path, monkeypatch, capsys):
+    """One batch per task at batch size 1: the parent never holds two finished tasks; a re-run resumes all."""
+    monkeypatch.setattr(store, "BATCH_TASKS", 1)
+    held = []
+    real_add = store.Store.add
+
+    def spy(self, out):
+        real_add(self, out)
+        held.append(self.pending)
+
+    monkeypatch.setattr(store.Store, "add", spy)
+    run_dir = _run(tmp_path, "b", "--executor", "local")
+    assert held == [0, 0, 0, 0]
+    assert len(list((run_dir / "data" / "results").glob("part-*.parquet"))) == 4
+    assert not (run_dir / "tasks").exists()
+    capsys.readouterr()
+    _run(tmp_path, "b", "--executor", "local")
+    assert "4 tasks (4 resumed)" in capsys.readouterr().out
+    assert len(list((run_dir / "data" / "results").glob("part-*.parquet"))) == 4
+
+
+def test_process_pool_equals_local_and_exports_match(tmp_path):
+    local = _run(tmp_path, "l", "--executor", "local")
+    pool = _run(tmp_path, "p", "--executor", "process", "--workers", "2", "--csv", "no")
+    assert not (pool / "calls.csv").exists()
+    assert main(["export", str(pool)]) == 0
+    for name in ("results.csv", "calls.csv", "events.jsonl", "summaries.jsonl", "probes.csv"):
+        assert (local / name).read_bytes() == (pool / name).read_bytes(), name
+    calls = store.load_table(pool, "calls")
+    assert len(calls) == len(pd.read_csv(local / "calls.csv")) and "key" not in calls
+
+
+def test_detail_summary_keeps_results_only(tmp_path):
+    run_dir = _run(tmp_path, "s", "--executor", "local", "--detail", "summary")
+    assert sorted(p.name for p in (run_dir / "data").iterdir()) == ["plan.parquet", "results"]
+    results = pd.read_csv(run_dir / "results.csv")
+    assert len(results) == 4 and results.calls.gt(0).all()
+    assert store.load_table(run_dir, "calls").empty
+
+
+def test_sharded_then_merged_equals_unsharded(tmp_path, capsys):
+    whole = _run(tmp_path, "whole", "--executor", "local")
+    shards = [_run(tmp_path, f"s{i}", "--executor", "local", "--shard", f"{i}/2") for i in range(2)]
+    counts = [len(pd.read_csv(s / "results.csv")) if (s / "results.csv").stat().st_size > 1 else 0 for s in shards]
+    assert sum(counts) == 4
+    assert main(["merge", *map(str, shards), "--out", str(tmp_path / "merged")]) == 0
+    for name in ("results.csv", "calls.csv", "events.jsonl", "probes.csv"):
+        assert (whole / name).read_bytes() == (tmp_path / "merged" / name).read_bytes(), name
+
+
+def test_shard_split_is_a_partition():
+    shas = [sources.trace_hash(t) for t in sources.stream(["synthetic:short"], seeds=6)]
+    for n in (2, 3):
+        owners = [[i for i in range(n) if sources.in_shard(h, (i, n))] for h in shas]
+        assert all(len(o) == 1 for o in owners)
+    with pytest.raises(ValueError, match="0 <= i < N"):
+        sources.parse_shard("2/2")
+
+
+def test_interleave_alternates_long_and_short_and_keeps_positions():
+    traces = list(sources.stream(["synthetic:short", "synthetic:long"], seeds=2))
+    out = list(sources.interleave(enumerate(traces), window=4))
+    assert sorted(p for p, _ in out) == [0, 1, 2, 3]
+    sizes = [len(t.messages) for _, t in out]
+    assert sizes[0] == max(sizes) and sizes[1] == min(sizes)
+
+
+def test_budget_stops_before_the_cap():
+    budget = Budget(RunConfig(summarizer="anthropic", max_cost=1.0))
+    assert budget.allows(1)
+    budget.finished(TaskOutput("k", {"cost": 2.0, "summarizer_cost_share": 0.2}))  # $0.40 of API calls
+    assert budget.allows(1)  # 0.40 + 0.40 × 1
+    assert not budget.allows(1)  # 0.40 + 0.40 × 2 in flight > 1.00
+    assert "stopped after $0.40" in budget.stopped
+    assert Budget(RunConfig(max_cost=0.0)).allows(5)  # offline: nothing is spent
+
+
+def test_plan_counts_tasks_and_estimates(tmp_path, capsys):
+    assert main(["plan", *SMALL, "--sample", "1", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "4 tasks: 2 traces" in out and "estimated time" in out and "estimated output" in out
+    assert not any(tmp_path.iterdir())
+
+
+def _slow(job, seconds):
+    time.sleep(seconds[job.tasks[0][0]])
+    return [TaskOutput(job.tasks[0][0], {"error": ""})]
+
+
+def test_a_second_ctrl_c_keeps_the_finished_tasks():
+    """Interrupted while waiting for a slow task, the executor still hands over the fast one."""
+    pool = executors.ProcessExecutor(_slow, ({"fast": 0.0, "slow": 30.0},), workers=2)
+    saved = []
+    try:
+        jobs = [executors.Job(None, None, ((k, None),)) for k in ("slow", "fast")]
+        for job in jobs:
+            pool.pending.add(pool.pool.submit(pool.fn, job, *pool.args))
+        deadline = time.time() + 20
+        while not any(f.done() for f in pool.pending) and time.time() < deadline:
+            time.sleep(0.05)
+        timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            pool.interrupt(lambda outs: saved.extend(o.key for o in outs))
+    finally:
+        pool.kill()
+    assert saved == ["fast"]
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "bench.cli", *args]
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+BUSY = ("--traces", "synthetic:long", "--seeds", "2", "--strategies", "none", "opencode", "codex", "amp",
+        "--workers", "2", "--quiet", "--no-report")
+
+
+@pytest.mark.slow
+def test_interrupted_twice_then_resumed_equals_an_uninterrupted_run(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(_cli("run", *BUSY, "--name", "i", "--out", str(tmp_path)), cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while len(_children(proc.pid)) < 2 and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(60) == 130, proc.stderr.read()
+    kept = store.Store(tmp_path / "i").done()
+    resumed = subprocess.run(_cli("run", *BUSY, "--name", "i", "--out", str(tmp_path)), cwd=REPO, env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"8 tasks ({len(kept)} resumed)" in resumed.stdout
+    whole = run(RunConfig(traces=("synthetic:long",), seeds=2, strategies=("none", "opencode", "codex", "amp"),
+                          executor="local", name="w", out=str(tmp_path)), progress=False)
+    assert (whole.run_dir / "results.csv").read_bytes() == (tmp_path / "i" / "results.csv").read_bytes()
+    assert (whole.run_dir / "calls.csv").read_bytes() == (tmp_path / "i" / "calls.csv").read_bytes()
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_main_process_leaves_no_worker(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(_cli("run", *BUSY, "--name", "k", "--out", str(tmp_path)), cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    children: list[int] = []
+    while len(children) < 2 and time.time() < deadline:
+        children = _children(proc.pid)
+        time.sleep(0.1)
+    assert len(children) >= 2, "the pool never started"
+    time.sleep(1)
+    children = _children(proc.pid)
+    proc.kill()
+    proc.wait()
+    deadline = time.time() + 8
+    while any(map(_alive, children)) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not [c for c in children if _alive(c)]
+
+
+def test_the_report_reads_the_parquet_store_when_no_csv_was_written(tmp_path):
+    import reports
+
+    exported = reports.load(_run(tmp_path, "c", "--executor", "local"))
+    stored = reports.load(_run(tmp_path, "n", "--executor", "local", "--csv", "no"))
+    assert not (tmp_path / "n" / "calls.csv").exists()
+    pd.testing.assert_frame_equal(exported.calls, stored.calls, check_dtype=False)
+    assert len(stored.events) == len(exported.events) and len(stored.probes) == len(exported.probes) > 0

@@ -1,0 +1,65 @@
+"""What the API would reject is found, incrementally, and the replay flags it instead of hiding it."""
+
+from __future__ import annotations
+
+import strategies
+from bench.metrics import results_table
+from bench.replay import replay
+from bench.tokens import TokenCounter
+from bench.validity import RequestCheck, describe, problems
+from tests.strategies.test_contract import CONFIG
+from traces.model import Message, Text, ToolResult, ToolUse, Trace
+
+SYS = Message.text_message("system", "sys")
+ASK = Message.text_message("user", "look")
+
+
+def call(*ids: str) -> Message:
+    return Message("assistant", tuple(ToolUse(i, "bash", {"command": "ls"}) for i in ids))
+
+
+def result(*ids: str) -> Message:
+    return Message("user", tuple(ToolResult(i, "out") for i in ids))
+
+
+def kinds(msgs) -> list[tuple[str, str]]:
+    return [(p.kind, p.subject) for p in problems(msgs)]
+
+
+def test_a_well_formed_request_has_no_problem():
+    assert kinds((SYS, ASK, call("a", "b"), result("a", "b"))) == []
+
+
+def test_each_thing_the_api_rejects_is_named_with_its_place():
+    msgs = (SYS, result("x"), call("a"), result("a"), call("a"), result("a", "a"), Message("user", (Text(""),)),
+            call("b"))
+    assert kinds(msgs) == [("orphan_result", "x"), ("duplicate_id", "a"), ("answered_twice", "a"),
+                           ("empty", "user"), ("unanswered_call", "b")]
+    assert str(problems(msgs)[0]) == "messages[1]: tool result x has no call before it"
+    assert describe(problems(msgs)).startswith("5 problems the API would reject: messages[1]")
+
+
+def test_a_result_before_its_call_is_an_orphan_even_though_both_are_there():
+    assert kinds((SYS, ASK, result("a"), call("a"))) == [("orphan_result", "a"), ("unanswered_call", "a")]
+
+
+def test_the_check_reuses_the_previous_prefix_and_restarts_when_the_request_is_rewritten():
+    check = RequestCheck()
+    first = (SYS, ASK, call("a"))
+    assert [p.kind for p in check.problems(first)] == ["unanswered_call"]
+    assert check.problems((*first, result("a"))) == ()
+    assert [p.kind for p in check.problems((SYS, result("a")))] == ["orphan_result"]  # not a prefix: from scratch
+    assert check.problems((SYS, ASK)) == ()
+
+
+def test_the_replay_flags_an_invalid_request_with_an_event_and_counts_it():
+    # an empty assistant message between a call and its result: the request of call 1 leaves "a" unanswered
+    trace = Trace("t", (SYS, ASK, call("a"), Message("assistant", ()), result("a"),
+                        Message.text_message("assistant", "done")))
+    r = replay(trace, strategies.build("none"), CONFIG, counter=TokenCounter())
+    assert [c.invalid for c in r.calls] == [0, 1, 1]  # call 2 also carries the empty assistant message
+    flagged = [e for e in r.events if e.kind == "invalid"]
+    assert [e.call for e in flagged] == [1, 2]
+    assert "tool call a has no result" in flagged[0].detail and "empty assistant message" in flagged[1].detail
+    row = results_table([r]).iloc[0]
+    assert row.invalid_requests == 2 and row.events == 0  # the flag is not a strategy action

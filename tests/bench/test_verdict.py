@@ -1,0 +1,109 @@
+"""bench.verdict on constructed results tables: the constrained optimum, why, and the runner-up."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench import verdict as bv
+
+# (strategy, cost factor, retention, overflows on t0)
+ROWS = [("none", 1.0, 1.0, 0), ("cheap", 0.5, 0.90, 0), ("codex@limit_fraction=0.5", 0.6, 0.99, 2),
+        ("codex@limit_fraction=0.7", 0.7, 0.98, 0), ("codex@limit_fraction=0.9", 0.8, 0.99, 0)]
+
+
+def table(rows=ROWS, traces: int = 6) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    out = []
+    for t in range(traces):
+        for s, factor, retention, overflows in rows:
+            out.append({"trace": f"t{t}", "strategy": s, "cost": (1 + t * 0.5) * factor + rng.normal(0, 0.01),
+                        "retention": retention, "overflows": overflows if t == 0 else 0, "error": "", "failed": ""})
+    return pd.DataFrame(out)
+
+
+def test_default_objective_picks_the_constrained_optimum_and_names_the_binding_constraint() -> None:
+    v = bv.decide(table())
+    # cheap is cheapest but retains 90% < 100% − 5 points; codex@0.5 overflowed; codex@0.7 is next cheapest.
+    assert v.recommended == "codex@limit_fraction=0.7"
+    assert v.binding[0] == "needle retention within 5 points of none"
+    assert v.excluded == {"cheap": ("retention 90.0%, not >= 95.0% (none 100.0% −5 pts)",),
+                          "codex@limit_fraction=0.5": ("overflowed 2 calls",)}
+    assert v.sentence.startswith("Ship codex@limit_fraction=0.7: the cheapest strategy with zero overflows and "
+                                 "needle retention within 5 points of none")
+    assert v.runner_up == "codex@limit_fraction=0.9"
+    # 0.9 costs 0.1 × (1 + 0.5 t) more per trace: mean +0.225, clearly significant.
+    assert v.comparison["significant"] and v.comparison["mean_diff"] == pytest.approx(0.225, abs=0.01)
+    assert "significant" in v.sentence.split("Runner-up")[1]
+    assert v.ship() == {"spec": "codex@limit_fraction=0.7", "name": "codex", "params": {"limit_fraction": 0.7}}
+
+
+def test_min_cost_keeps_the_implied_zero_overflows() -> None:
+    v = bv.decide(table(), "min-cost")
+    assert v.recommended == "cheap"
+    assert "codex@limit_fraction=0.5" in v.excluded
+
+
+def test_an_explicit_overflow_allowance_lets_the_overflowing_setting_in() -> None:
+    v = bv.decide(table(), "overflows<=5,retention>=0.95,min-cost")
+    assert v.recommended == "codex@limit_fraction=0.5"
+
+
+def test_max_retention_and_absolute_constraints() -> None:
+    assert bv.decide(table(), "max-retention").recommended == "none"
+    v = bv.decide(table(), "retention>=0.99,cost<=1.7")
+    # codex@0.9 retains 99% but costs 0.8 × 2.25 = $1.80 per trace; none costs $2.25: nothing qualifies.
+    assert v.recommended is None and v.sentence.startswith("No strategy meets the objective")
+
+
+def test_not_significant_runner_up_is_said_so() -> None:
+    rows = [("none", 1.0, 1.0, 0), ("a", 0.70, 0.99, 0), ("b", 0.70, 0.99, 0)]
+    v = bv.decide(table(rows))
+    assert v.recommended in ("a", "b") and not v.comparison["significant"]
+    assert "not significant" in v.sentence
+
+
+def test_a_harness_error_is_never_recommended() -> None:
+    t = table()
+    t.loc[(t.strategy == "cheap") & (t.trace == "t0"), ["cost", "error"]] = [0.0, "KeyError"]
+    v = bv.decide(t, "min-cost")
+    assert v.recommended == "codex@limit_fraction=0.7"
+    assert v.excluded["cheap"] == ("harness error on 1 trace",)
+
+
+def test_bad_objective_is_a_clear_error() -> None:
+    with pytest.raises(bv.ObjectiveError, match="neither a goal"):
+        bv.parse_objective("cheapest please")
+    with pytest.raises(bv.ObjectiveError, match="no metric 'speed'"):
+        bv.decide(table(), "speed<=3")
+
+
+def test_paired_comparison_between_any_two_settings_and_neighbours() -> None:
+    t = table()
+    c = bv.paired(t, "codex@limit_fraction=0.7", "codex@limit_fraction=0.9")
+    assert c.n == 6 and c.significant and c.mean_diff > 0
+    n = bv.neighbours(t)
+    assert n[["value_a", "value_b"]].values.tolist() == [[0.5, 0.7], [0.7, 0.9]]
+    assert n.text.iloc[1].startswith("0.9 vs 0.7: +$0.2") and "95% CI" in n.text.iloc[1]
+
+
+def test_sweep_parameters_become_columns() -> None:
+    t = bv.with_params(table())
+    assert t.loc[t.strategy == "codex@limit_fraction=0.7", "param:limit_fraction"].eq(0.7).all()
+    assert t.loc[t.strategy == "none", "param:limit_fraction"].isna().all()
+    assert set(t.family) == {"none", "cheap", "codex"}
+
+
+def test_verdict_json_round_trips() -> None:
+    data = json.loads(bv.decide(table()).to_json())
+    assert data["ship"]["spec"] == "codex@limit_fraction=0.7"
+    assert data["weighting"].startswith("equal weight per trace")
+    assert len(data["candidates"]) == 5
+
+
+def test_feasible_mask_excludes_overflows() -> None:
+    totals = pd.DataFrame({"strategy": ["a", "b"], "overflows": [0, 3]})
+    assert bv.feasible_mask(totals).tolist() == [True, False]

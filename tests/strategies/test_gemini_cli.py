@@ -1,0 +1,139 @@
+"""Gemini CLI chat compression: split point, tool-output budget, snapshot + ack + kept 30%, refusals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import strategies
+from bench.context import Meter
+from bench.pricing import profile
+from bench.session import Session
+from bench.summarizers import Summary, SummaryRequest
+from strategies.gemini_cli import (
+    ACK,
+    COMPRESSION_PROMPT_2025,
+    UPDATE_SNAPSHOT,
+    VERIFY_PROMPT,
+    GeminiCli,
+    estimate_tokens,
+    split_point,
+)
+from traces.model import Message, Text, ToolResult, ToolUse, Usage, orphans
+
+SONNET = profile("claude-sonnet-4-5")
+SNAP = "<state_snapshot><overall_goal>fix it</overall_goal></state_snapshot>"
+
+
+@dataclass
+class Stub:
+    text: str = SNAP
+    name: str = "stub"
+    requests: list[SummaryRequest] = field(default_factory=list)
+
+    def summarize(self, request: SummaryRequest) -> Summary:
+        self.requests.append(request)
+        return Summary(self.text, 0, 0, "stub")
+
+
+def user(text: str) -> Message:
+    return Message("user", (Text(text),))
+
+
+def tool_round(i: int, size: int) -> list[Message]:
+    return [Message("assistant", (ToolUse(f"c{i}", "read_file", {"path": f"f{i}"}),)),
+            Message("user", (ToolResult(f"c{i}", "y" * size),))]
+
+
+def session(counter, prompt_tokens: int | None, summarizer: Stub | None = None, window: int = 100_000) -> Session:
+    s = Session(replace(SONNET, context_window=window), Meter(counter, "truth"), summarizer or Stub())
+    s.last_usage = Usage(prompt_tokens, 10) if prompt_tokens is not None else None
+    return s
+
+
+def test_split_point_is_the_first_user_turn_after_70_percent():
+    a, b, c = user("a" * 1000), user("b" * 1000), user("c" * 100)
+    msgs = (a, *tool_round(0, 1000), b, Message("assistant", (Text("z" * 1000),)), c,
+            Message("assistant", (Text("ok"),)))
+    assert split_point(msgs, 0.7) == 5  # "b" lies before 70% of the characters, "c" after
+    assert split_point(msgs, 0.2) == 3  # the first user turn past 20%: "b"
+    # a tool response is never a split point: one prompt, then a long tool loop still in flight
+    loop = (user("task"), *tool_round(0, 5000), *tool_round(1, 5000))
+    assert split_point(loop, 0.7) == 0
+    # no user turn after the target but the history ends on a plain answer: everything goes
+    done = (user("task"), *tool_round(0, 5000), Message("assistant", (Text("done"),)))
+    assert split_point(done, 0.7) == len(done)
+
+
+def test_old_tool_outputs_over_the_budget_are_cut_newest_kept():
+    history = (user("task"), *tool_round(0, 100_000), *tool_round(1, 100_000), *tool_round(2, 100_000))
+    assert estimate_tokens("y" * 100_000) == 33_000
+    out = GeminiCli().truncate(history, 7)
+    contents = [b.content for m in out for b in m.tool_results]
+    assert contents[2] == "y" * 100_000  # newest: within the 50K budget
+    for cut in contents[:2]:  # 33K + 33K > 50K: the older ones keep 8,000 + 32,000 characters
+        assert cut.startswith("Output too large. Showing first 8,000 and last 32,000 characters.")
+        assert "[60,000 characters omitted]" in cut and len(cut) < 40_300
+    assert GeminiCli(function_response_budget=None).truncate(history, 7) == history
+
+
+def conversation() -> tuple[Message, ...]:
+    return (Message.text_message("system", "sys"), user("step one " * 200), *tool_round(0, 4000),
+            user("step two " * 200), *tool_round(1, 4000), user("step three"), *tool_round(2, 400))
+
+
+def test_compresses_to_snapshot_ack_and_the_kept_tail(counter):
+    msgs = conversation()
+    stub = Stub()
+    s = session(counter, 60_000, stub)
+    ctx = s.meter.context(msgs)
+    assert GeminiCli().before_call(ctx, session(counter, 49_999)) is None  # under half of 100K
+    out = GeminiCli().before_call(ctx, s)
+    new = out.context.messages
+    assert new[0] is msgs[0] and new[1].text == SNAP and new[1].meta["summary"]
+    assert new[2].role == "assistant" and new[2].text == ACK
+    split = split_point(msgs[1:-1], 0.7) + 1  # this request's own tool result is not in the history yet
+    assert new[3:] == msgs[split:] and msgs[split].text == "step three"  # the newest 30%, verbatim
+    assert orphans(new) == (set(), set())
+    (e,) = out.events
+    assert e.kind == "summarize" and e.tokens_after < e.tokens_before
+    # two summarizer calls: the snapshot, then "did you omit anything" with the first answer appended
+    first, check = stub.requests
+    assert first.messages == msgs[1:split] and "<state_snapshot>" in first.prompt
+    assert check.messages[-1].role == "assistant" and check.messages[-1].text == SNAP
+    assert VERIFY_PROMPT in check.prompt
+
+
+def test_2025_generation_threshold_prompt_and_single_call(counter):
+    msgs = conversation()
+    old = strategies.build("gemini-cli:2025")
+    stub = Stub()
+    assert old.before_call(session(counter, 1).meter.context(msgs), session(counter, 60_000, stub)) is None  # < 70%
+    out = old.before_call(session(counter, 1).meter.context(msgs), session(counter, 70_000, stub))
+    assert out is not None and len(stub.requests) == 1 and stub.requests[0].prompt.startswith(COMPRESSION_PROMPT_2025)
+
+
+def test_earlier_snapshot_is_carried_forward(counter):
+    msgs = (Message.text_message("system", "sys"), user(SNAP), Message("assistant", (Text(ACK),)),
+            *conversation()[1:])
+    stub = Stub()
+    s = session(counter, 60_000, stub)
+    GeminiCli().before_call(s.meter.context(msgs), s)
+    assert UPDATE_SNAPSHOT in stub.requests[0].prompt
+
+
+def test_inflating_summary_is_refused_then_only_truncation_runs(counter):
+    msgs = conversation()
+    stub = Stub(text="long " * 20_000)
+    s = session(counter, 3_000, stub, window=5_000)
+    ctx = s.meter.context(msgs)
+    assert GeminiCli().before_call(ctx, s) is None and s.state["gemini_failed"] is True
+    calls = len(stub.requests)
+    big = ctx.append(*tool_round(3, 400_000), Message("assistant", (Text("read it"),)), user("step four"))
+    s.last_usage = Usage(big.truth, 10)  # the previous request held the big output
+    out = GeminiCli().before_call(big, s)
+    assert len(stub.requests) == calls  # no summarizer call after a failure
+    (e,) = out.events
+    assert e.kind == "truncate" and out.context.truth < big.truth
+    assert out.context.messages[-1] is big.messages[-1]  # this request's message is sent as it is
+    s.state["gemini_failed"] = False
+    assert GeminiCli(verify=False).before_call(big, s).events[0].kind == "summarize"

@@ -1,0 +1,71 @@
+"""The shared cutting and quoting helpers on the shapes real logs have (issue 11)."""
+
+from __future__ import annotations
+
+from strategies._tools import QUOTE_LEAD, quote_latest_human, safe_cut, step_start, text_user, unanswered_start
+from traces.model import Message, ToolResult, ToolUse
+
+SYS = Message.text_message("system", "sys")
+ASK = Message.text_message("user", "look at the logs")
+EMPTY = Message("assistant", ())
+
+
+def call(*ids: str) -> Message:
+    return Message("assistant", tuple(ToolUse(i, "bash", {"command": "ls"}) for i in ids))
+
+
+def result(*ids: str) -> Message:
+    return Message("user", tuple(ToolResult(i, "out") for i in ids))
+
+
+def test_safe_cut_moves_past_a_result_that_an_empty_assistant_message_separates_from_its_call():
+    msgs = (SYS, ASK, call("a"), EMPTY, result("a"), call("b"), result("b"))
+    assert safe_cut(msgs, 3) == 5  # cutting at the empty message would orphan a's result
+    assert safe_cut(msgs, 2) == 2 and safe_cut(msgs, 5) == 5  # clean boundaries stay
+    assert safe_cut((SYS, ASK, call("a"), result("a")), 3) == 4  # the usual case, unchanged
+
+
+def test_step_start_keeps_the_call_when_an_empty_assistant_message_sits_before_its_result():
+    assert step_start((SYS, ASK, call("a"), EMPTY, result("a"))) == 2
+    assert step_start((SYS, ASK, call("a"), result("a"))) == 2  # the usual case, unchanged
+    assert step_start((SYS, ASK, call("a"), result("a"), Message.text_message("assistant", "ok"), ASK)) == 5
+
+
+def test_step_start_keeps_a_call_still_waiting_for_its_result_with_the_step():
+    assert step_start((SYS, ASK, call("a"))) == 2
+
+
+def test_step_start_on_a_result_whose_call_is_nowhere_falls_back_to_the_last_answer():
+    assert step_start((SYS, ASK, Message.text_message("assistant", "ok"), result("ghost"))) == 2
+
+
+def test_a_quoted_request_is_carried_again_when_its_summary_is_summarized():
+    first = text_user("summary one" + QUOTE_LEAD + "the huge request", summary=True)
+    msgs = (SYS, ASK, first, call("a"), result("a"))
+    assert quote_latest_human("summary two", msgs, (SYS,)).endswith(QUOTE_LEAD + "the huge request")
+    assert quote_latest_human("summary two", msgs, (SYS, first)) == "summary two"  # still kept: not repeated
+    newer = Message.text_message("user", "a newer request")
+    assert quote_latest_human("s", (*msgs, newer), (SYS,)).endswith(QUOTE_LEAD + "a newer request")
+
+
+def test_a_compaction_of_everything_keeps_a_call_still_waiting_for_its_result():
+    thought = Message.text_message("assistant", "and another thought")
+    assert unanswered_start((SYS, ASK, call("a"), thought, thought)) == 2
+    assert unanswered_start((SYS, ASK, call("a"), result("a"))) == 4  # answered: nothing kept back
+    assert unanswered_start((SYS, call("a"), ASK, thought)) == 4  # before the latest human turn: not looked at
+
+
+def test_codex_says_so_when_it_cuts_the_latest_user_message_short():
+    from bench.replay import replay
+    from bench.tokens import TokenCounter
+    from strategies import build
+    from strategies.base import CUT_LATEST_HUMAN
+    from tests.strategies.shapes import huge_text
+    from tests.strategies.test_contract import CONFIG
+    from traces.model import Trace
+
+    huge = Message.text_message("user", huge_text("request"))
+    trace = Trace("t", (SYS, ASK, call("a"), result("a"), huge, Message.text_message("assistant", "ok")))
+    r = replay(trace, build("codex"), CONFIG, counter=TokenCounter())
+    cut = [e for e in r.events if e.detail.startswith(CUT_LATEST_HUMAN)]
+    assert [e.kind for e in cut] == ["truncate"] and "20,000 tokens" in cut[0].detail

@@ -1,0 +1,68 @@
+"""strategies.versions: a recorded (agent, version) picks the registry generation that matches it."""
+
+from __future__ import annotations
+
+import pytest
+
+import strategies
+from strategies.versions import GENERATIONS, matching_strategy, parse_version
+
+
+@pytest.mark.parametrize(("text", "parsed"), [
+    ("1.0.43", (1, 0, 43)), ("v0.140.2-alpha.1", (0, 140, 2)), ("2.1.38", (2, 1, 38)),
+    ("0.104.0-alpha.1", (0, 104, 0)), ("", None), (None, None), ("unknown", None),
+])
+def test_parse_version(text, parsed):
+    assert parse_version(text) == parsed
+
+
+@pytest.mark.parametrize(("agent", "version", "strategy"), [
+    ("claude-code", "1.0.43", "claude-code:1.0"),
+    ("claude-code", "2.1.38", "claude-code"),
+    ("claude-code", None, "claude-code"),  # no version: today's generation
+    ("codex", "0.46.0", "codex:2025"),
+    ("codex", "0.77.0", "codex"),
+    ("codex", "0.104.0-alpha.1", "codex"),
+    ("codex", "0.140.0", "codex:0.140"),
+    ("codex", "garbage", "codex:0.140"),
+    ("cline", "3.20.1", "cline:sdk"),
+    ("openhands", "0.59.0", "openhands:v0"),
+    ("openhands", "1.2.0", "openhands"),
+    ("mystery-agent", "1.0", None),
+])
+def test_matching_strategy_picks_the_generation(agent, version, strategy):
+    assert matching_strategy(agent, version) == strategy
+
+
+def test_every_generation_names_a_registry_variant_and_cites_its_evidence():
+    for g in GENERATIONS:
+        assert g.strategy in strategies.REGISTRY, g
+        assert g.source, g
+        strategies.build(g.strategy)
+
+
+def test_ranges_of_one_agent_do_not_overlap():
+    by_agent: dict[str, list] = {}
+    for g in GENERATIONS:
+        by_agent.setdefault(g.agent, []).append(g)
+    for rows in by_agent.values():
+        probes = {v for g in rows for v in (g.since, g.until) if v is not None} | {(0,), (99, 0)}
+        for v in probes:
+            assert sum(g.covers(v) for g in rows) <= 1, (rows[0].agent, v)
+
+
+def test_claude_code_1_0_triggers_at_92_percent_of_the_whole_window(counter):
+    from bench.context import Meter
+    from bench.pricing import profile
+    from bench.session import Session
+    from bench.summarizers.extractive import ExtractiveSummarizer
+
+    session = Session(profile("claude-sonnet-4-5"), Meter(counter), ExtractiveSummarizer())
+    old, new = strategies.build("claude-code:1.0"), strategies.build("claude-code")
+    assert old.autocompact_threshold(session) == 184_000  # 0.92 x 200K
+    assert new.autocompact_threshold(session) == 167_000  # 200K - 20K - 13K
+
+
+def test_codex_0_140_limit_is_90_percent_of_the_effective_window():
+    assert strategies.build("codex:0.140").limit(272_000) == pytest.approx(272_000 * 95 // 100 * 0.9)
+    assert strategies.build("codex").limit(272_000) == pytest.approx(272_000 * 0.9)

@@ -1,0 +1,63 @@
+"""A run in which every task fails says why, task by task, and exits 1 without a traceback."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from bench.cli import main
+from tests.test_cli import trace_file  # noqa: F401  (the fixture)
+
+PLUGIN = '''
+from dataclasses import dataclass
+from strategies.base import Strategy
+
+@dataclass(frozen=True, kw_only=True)
+class Boom(Strategy):
+    name = "boom"
+
+    def before_call(self, ctx, session):
+        raise RuntimeError("boom strategy gave up on purpose")
+'''
+
+
+@pytest.fixture
+def boom(tmp_path, monkeypatch):
+    (tmp_path / "boom_plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "boom_plugin:Boom"
+    sys.modules.pop("boom_plugin", None)
+
+
+def run_args(trace, out, *strategies):
+    return ["run", "--traces", str(trace), "--strategies", *strategies, "--workers", "1", "--executor", "local",
+            "--name", "f", "--out", str(out), "--quiet"]
+
+
+def test_a_run_where_every_task_fails_prints_each_error_and_exits_1(tmp_path, trace_file, boom, capsys):  # noqa: F811
+    code = main(run_args(trace_file, tmp_path / "out", boom))
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "Traceback" not in captured.err + captured.out
+    assert "error: tiny × boom_plugin:Boom: RuntimeError: boom strategy gave up on purpose" in captured.err
+    assert "every task failed (1)" in captured.err
+    assert not (tmp_path / "out" / "f" / "report.html").exists()
+
+
+def test_report_on_a_run_where_every_task_failed_says_there_is_nothing_to_show(tmp_path, trace_file, boom,  # noqa: F811
+                                                                                 capsys):
+    main(run_args(trace_file, tmp_path / "out", boom))
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "out" / "f")]) == 1
+    err = capsys.readouterr().err
+    assert "nothing to show: every task failed (1)" in err and "boom strategy gave up on purpose" in err
+
+
+def test_a_run_where_some_tasks_fail_still_reports_the_others(tmp_path, trace_file, boom, capsys):  # noqa: F811
+    code = main(run_args(trace_file, tmp_path / "out", boom, "none"))
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "error: tiny × boom_plugin:Boom" in captured.err and "every task failed" not in captured.err
+    assert (tmp_path / "out" / "f" / "report.html").exists()
+    assert main(["report", str(tmp_path / "out" / "f")]) == 0

@@ -1,0 +1,198 @@
+"""GitHub Copilot CLI session log (``~/.copilot/session-state/<sessionId>/events.jsonl``).
+
+Copilot CLI is closed source. The format comes from the public event schema its SDK is generated
+from: github/copilot-sdk @cc0438d6 nodejs/src/generated/session-events.ts (StartData l.1001,
+CompactionStartData l.2644, CompactionCompleteData l.2700-2800, UserMessageData, AssistantMessageData
+l.3796, AssistantMessageToolRequest l.4045, ToolExecutionCompleteData l.5041, ToolExecutionCompleteResult
+l.5111), cross-checked with issues github/copilot-cli#3598 and #4441 (real 1.0.x events.jsonl lines).
+Fairly sure of the field names (a generated schema); not sure every version wrote every field.
+
+One event per line: ``{type, data, id, parentId, timestamp, agentId?, ephemeral?}``. Read here:
+``session.start`` (copilotVersion, selectedModel), ``session.model_change``, ``user.message``
+(``transformedContent`` is what the model got), ``assistant.message`` (one model response: content,
+``toolRequests``, ``reasoningText``, ``outputTokens``), ``tool.execution_complete`` (``result.content`` is
+the text sent to the model; ``error.message`` on failure), and the background compaction:
+``session.compaction_start`` (systemTokens / conversationTokens / toolDefinitionsTokens at the start)
+then ``session.compaction_complete`` (success, preCompactionTokens, summaryContent, messagesRemoved).
+A successful compaction becomes the summary as a user message where it completed plus a
+RecordedCompaction; the call at which it started, with the start's token breakdown, is kept in
+``meta["compaction_starts"]``.
+
+``assistant.usage`` is ephemeral (never persisted), so a response carries only its output tokens
+(``meta["output_tokens"]``); the prompt size is known only at compactions. Events of a sub-agent
+(``agentId`` or ``parentToolCallId``) and kinds that are not model context are counted in the notes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from traces.formats import ReadResult
+from traces.formats._common import (
+    Skips,
+    finish,
+    first_json_line,
+    get_bool,
+    get_dict,
+    get_int,
+    get_list,
+    get_str,
+    iter_jsonl,
+    ts_seconds,
+)
+from traces.model import Block, Message, RecordedCompaction, Text, Thinking, ToolResult, ToolUse, Trace, TraceError
+
+NAME = "copilot-cli"
+AGENT = "copilot-cli"
+READ = ("session.start", "session.model_change", "user.message", "assistant.message", "tool.execution_start",
+        "tool.execution_complete", "session.compaction_start", "session.compaction_complete")
+
+
+def sniff_file(path: Path, head: str) -> str | None:
+    obj = first_json_line(head)
+    if obj is None:
+        return "first line is not a JSON object"
+    kind, data = obj.get("type"), obj.get("data")
+    if isinstance(kind, str) and isinstance(data, dict) and "parentId" in obj and "." in kind:
+        if kind == "session.start" and "copilotVersion" not in data and "producer" not in data:
+            return "a session.start without copilotVersion or producer"
+        return None
+    return "no Copilot CLI event ({type: 'x.y', data, id, parentId})"
+
+
+class _State:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.messages: list[Message] = []
+        self.compactions: list[RecordedCompaction] = []
+        self.starts: list[dict[str, Any]] = []
+        self.start_data: dict[str, Any] | None = None
+        self.models: Counter[str] = Counter()
+        self.model: str | None = None
+        self.by_msg: dict[str, int] = {}
+        self.calls: dict[str, str] = {}
+        self.skipped: Counter[str] = Counter()
+
+    @property
+    def n_calls(self) -> int:
+        return sum(1 for m in self.messages if m.role == "assistant")
+
+    def results(self) -> list[Block]:
+        """The tool-result message being filled (a new one unless the last message already is one)."""
+        if self.messages and self.messages[-1].is_tool_result and not self.messages[-1].meta:
+            return list(self.messages.pop().blocks)
+        return []
+
+
+def _event(s: _State, obj: dict[str, Any], line: int) -> None:
+    p = s.path
+    kind = get_str(obj, "type", path=p, line=line)
+    data = get_dict(obj, "data", {}, path=p, line=line)
+    ts = ts_seconds(obj.get("timestamp"))
+    if kind not in READ:
+        s.skipped[f"{kind} event(s)"] += 1
+        return
+    if obj.get("agentId") or data.get("parentToolCallId"):
+        s.skipped["sub-agent event(s)"] += 1
+        return
+    if kind == "session.start":
+        s.start_data = data
+        s.model = get_str(data, "selectedModel", None, path=p, line=line)
+    elif kind == "session.model_change":
+        s.model = get_str(data, "newModel", s.model, path=p, line=line)
+    elif kind == "user.message":
+        text = data.get("transformedContent")
+        if not isinstance(text, str):
+            text = get_str(data, "content", path=p, line=line)
+        s.messages.append(Message("user", (Text(text),), timestamp=ts, id=get_str(obj, "id", None, path=p, line=line),
+                                  meta={"injected": True} if data.get("isAutopilotContinuation") is True else {}))
+    elif kind == "assistant.message":
+        mid = get_str(data, "messageId", path=p, line=line)
+        blocks: list[Block] = []
+        reasoning = get_str(data, "reasoningText", None, path=p, line=line)
+        if reasoning:
+            blocks.append(Thinking(reasoning))
+        content = get_str(data, "content", "", path=p, line=line)
+        if content:
+            blocks.append(Text(content))
+        for req in get_list(data, "toolRequests", [], path=p, line=line):
+            cid = get_str(req, "toolCallId", path=p, line=line)
+            args = req.get("arguments") if isinstance(req, dict) else None
+            blocks.append(ToolUse(cid, get_str(req, "name", path=p, line=line),
+                                  args if isinstance(args, dict) else {} if args is None else {"arguments": args}))
+            s.calls[cid] = mid
+        model = get_str(data, "model", None, path=p, line=line) or s.model
+        out = get_int(data, "outputTokens", None, path=p, line=line)
+        meta: dict[str, Any] = {"model": model} if model else {}
+        if out is not None:
+            meta["output_tokens"] = out
+        if mid in s.by_msg:  # a response written in chunks (chunkIndex): one call
+            i = s.by_msg[mid]
+            old = s.messages[i]
+            s.messages[i] = Message("assistant", old.blocks + tuple(blocks), timestamp=old.timestamp, id=mid,
+                                    meta={**old.meta, **meta})
+            return
+        if model:
+            s.models[model] += 1
+        s.by_msg[mid] = len(s.messages)
+        s.messages.append(Message("assistant", tuple(blocks), timestamp=ts, id=mid, meta=meta))
+    elif kind == "tool.execution_complete":
+        cid = get_str(data, "toolCallId", path=p, line=line)
+        ok = get_bool(data, "success", True, path=p, line=line)
+        result = data.get("result")
+        error = data.get("error")
+        if isinstance(result, dict) and isinstance(result.get("content"), str):
+            text = result["content"]
+        elif isinstance(error, dict) and isinstance(error.get("message"), str):
+            text = error["message"]
+        else:
+            text = ""
+        blocks = s.results()
+        blocks.append(ToolResult(cid, text, not ok))
+        s.messages.append(Message("user", tuple(blocks), timestamp=ts))
+    elif kind == "session.compaction_start":
+        g = lambda k: get_int(data, k, None, path=p, line=line)  # noqa: E731
+        s.starts.append({"call": s.n_calls, "system_tokens": g("systemTokens"),
+                         "conversation_tokens": g("conversationTokens"),
+                         "tool_definitions_tokens": g("toolDefinitionsTokens"), "token_limit": g("tokenLimit")})
+    elif kind == "session.compaction_complete":
+        if not get_bool(data, "success", path=p, line=line):
+            s.skipped["failed compaction(s)"] += 1
+            return
+        summary = get_str(data, "summaryContent", "", path=p, line=line)
+        pre = get_int(data, "preCompactionTokens", None, path=p, line=line)
+        trigger = get_str(data, "trigger", "threshold", path=p, line=line)
+        s.compactions.append(RecordedCompaction(len(s.messages), trigger, pre, summary))
+        if summary:
+            s.messages.append(Message("user", (Text(summary),), timestamp=ts, meta={"summary": True}))
+
+
+def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
+    path = Path(path)
+    skips = Skips()
+    s = _State(path)
+    for line, obj in iter_jsonl(path, lenient, skips):
+        try:
+            _event(s, obj, line)
+        except TraceError:
+            if not lenient:
+                raise
+            skips.count += 1
+    if not any(m.role in ("user", "assistant") for m in s.messages) and not lenient:
+        raise TraceError("no user or assistant message in a Copilot CLI events.jsonl", path=str(path))
+    messages, recorded, filled, orphans = finish(s.messages, s.compactions)
+    notes = [f"{path}: passed over {n} {what}" for what, n in sorted(s.skipped.items())]
+    if filled:
+        notes.append(f"{path}: {filled} tool call(s) without a recorded result got a flagged error result")
+    if orphans:
+        notes.append(f"{path}: {orphans} orphan tool result(s) kept as flagged text")
+    start = s.start_data or {}
+    session = start.get("sessionId") if isinstance(start.get("sessionId"), str) else path.parent.name or path.stem
+    trace = Trace(
+        id=session, messages=tuple(messages), agent=AGENT,
+        model=s.models.most_common(1)[0][0] if s.models else s.model, source=str(path), compactions=recorded,
+        meta={"session_id": session, "version": start.get("copilotVersion"), "compaction_starts": s.starts},
+    )
+    return ReadResult([trace], skips.count, notes)
