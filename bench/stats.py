@@ -50,7 +50,7 @@ def summary_sizes(summaries: pd.DataFrame, reserve: int = SUMMARY_RESERVE,
     reserve and ``reserve_source`` says which of the two was used.
     """
     cols = ["strategy", "n", *(_label(q) for q in qs), "max", "reserve", "reserve_source", "over_reserve",
-            "over_reserve_share"]
+            "over_reserve_share", "p50_cl100k", "recorded_agent", "recorded_p50_cl100k", "recorded_n"]
     if summaries.empty:
         return pd.DataFrame(columns=cols)
     own = pd.to_numeric(summaries["max_tokens"], errors="coerce") if "max_tokens" in summaries else None
@@ -63,8 +63,21 @@ def summary_sizes(summaries: pd.DataFrame, reserve: int = SUMMARY_RESERVE,
         over = int((tokens > limits).sum())
         rows.append({"strategy": strategy, **percentiles(tokens, qs), "max": float(tokens.max()),
                      "reserve": float(limits.max()), "reserve_source": source,
-                     "over_reserve": over, "over_reserve_share": over / len(tokens)})
+                     "over_reserve": over, "over_reserve_share": over / len(tokens), **_beside_recorded(strategy, g)})
     return pd.DataFrame(rows, columns=cols)
+
+
+def _beside_recorded(strategy: str, summaries: pd.DataFrame) -> dict[str, object]:
+    """The median size of a strategy's summaries and of its agent's recorded ones, both in cl100k
+    (the unit of the recorded fit, whatever truth the run used); the pooled fit for agents with none."""
+    from bench.summarizers.sizes import UNIT, size_fit
+    from bench.tokens import Tokenizer
+
+    agent, fit = size_fit(strategy)
+    texts = summaries["text"].dropna().astype(str).tolist() if "text" in summaries else []
+    counts = Tokenizer(UNIT).count_many(texts) if texts else []
+    return {"p50_cl100k": float(np.median(counts)) if counts else float("nan"), "recorded_agent": agent,
+            "recorded_p50_cl100k": float(fit.median_tokens), "recorded_n": fit.n if agent != "pooled" else 0}
 
 
 @dataclass(frozen=True)

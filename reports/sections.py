@@ -328,6 +328,13 @@ def summary_sizes_html(sizes: pd.DataFrame, order: Sequence[str], reserve: int) 
     cols += [Col("over_reserve", label, count, True),
              Col("over_reserve_share", f"share {label}", pct1, True,
                  "summaries longer than the output reserve would have been cut off")]
+    if "recorded_p50_cl100k" in sizes:
+        cols += [Col("p50_cl100k", "p50 (cl100k)", count, None, "median size of this strategy's summaries in cl100k"),
+                 Col("recorded_agent", "recorded agent", str, None,
+                     "whose recorded summaries the size is compared with (pooled: an agent with none)"),
+                 Col("recorded_p50_cl100k", "recorded p50 (cl100k)", count, None,
+                     "median of that agent's automatic summaries in ../shared/traces (bench/data/summary_sizes.toml)"),
+                 Col("recorded_n", "recorded n", count, None, "recorded summaries fitted (0: pooled assumption)")]
     note = ("Output tokens per summary written, with n. A high percentile needs many summaries (p99.9 needs about "
             "1,000 of them): with fewer it is close to the max. ")
     if own:

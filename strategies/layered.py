@@ -18,6 +18,7 @@ from strategies._tools import (
     last_assistant_index,
     latest_human,
     new_human_turn,
+    quote_latest_human,
     remember_files,
     rewrite_results,
     step_start,
@@ -242,9 +243,7 @@ class FiveLayer(Strategy):
             return None
         summary = session.summarize(history, prompt=SUMMARY_PROMPT, max_tokens=self.summary_max_tokens)
         text = CONTINUATION + summary.text + (CONTINUE_AUTO if label.startswith("L3") else "")
-        human = latest_human(ctx.messages)
-        if human is not None and not any(m is human for m in tail) and human.text not in text:
-            text += f"\n\nThe user's latest message:\n{human.text}"
+        text = quote_latest_human(text, ctx.messages, tail)
         compacted = ctx.replace((*head, text_user(text, summary=True), *tail))
         events = [event("summarize", ctx, compacted, touched=len(history), summary_tokens=summary.output_tokens,
                         detail=f"{label}: {len(history)} messages summarized")]

@@ -98,3 +98,22 @@ def test_the_stored_size_fit_is_what_the_recorded_sessions_give(shared_traces):
     fits = fit(load([str(shared_traces)], lenient=True).traces)
     assert fits == stored()
     assert pytest.approx(stored()["claude-code"].median_tokens, rel=0.3) == 3_500
+
+
+def test_the_report_sets_each_strategys_summary_sizes_beside_its_agents_recorded_ones():
+    import pandas as pd
+
+    from bench.stats import summary_sizes
+    from reports.sections import summary_sizes_html
+
+    rows = pd.DataFrame({"strategy": ["claude-code", "claude-code", "tiered-placeholders"],
+                         "tokens": [3000, 4000, 900], "max_tokens": [20_000, 20_000, 4_000],
+                         "text": ["word " * 3000, "word " * 4000, "word " * 900]})
+    sizes = summary_sizes(rows).set_index("strategy")
+    assert sizes.loc["claude-code", "recorded_agent"] == "claude-code"
+    assert sizes.loc["claude-code", "recorded_p50_cl100k"] == stored()["claude-code"].median_tokens
+    assert sizes.loc["claude-code", "p50_cl100k"] == CL100K.count("word " * 3500) or 3400 < sizes.loc[
+        "claude-code", "p50_cl100k"] < 3600
+    assert sizes.loc["tiered-placeholders", "recorded_agent"] == "pooled"
+    page = summary_sizes_html(sizes.reset_index(), ["claude-code", "tiered-placeholders"], 20_000)
+    assert "recorded p50 (cl100k)" in page and "pooled" in page

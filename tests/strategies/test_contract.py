@@ -203,14 +203,14 @@ SCALED_DOWN = (
 
 
 @pytest.mark.parametrize("name", strategies.names())
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(trace=traces())
 def test_contract(name: str, trace: Trace) -> None:
     check_strategy(name, trace)
 
 
 @pytest.mark.parametrize("name", SCALED_DOWN)
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(trace=traces())
 def test_contract_scaled_down(name: str, trace: Trace) -> None:
     check_strategy(name, trace)
@@ -230,7 +230,7 @@ SHAPE_CASES = [(shape, name) for shape in SHAPES for name in strategies.names()]
 
 @pytest.mark.parametrize(("shape", "name"), SHAPE_CASES)
 @seed(11)
-@settings(max_examples=2, deadline=None, database=None,
+@settings(max_examples=1, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_contract_on_adversarial_shapes(shape: str, name: str, data: st.DataObject) -> None:

@@ -55,8 +55,8 @@ def test_module_path_strategy_builds_with_params(plugin_module):
 
 @pytest.mark.parametrize(("cls", "message"), [
     ("NotADataclass", "must be a \\(frozen\\) dataclass"),
-    ("NotFrozen", "NotFrozen must be frozen"),
-    ("BadHook", "BadHook.before_call must take \\(self, ctx, session\\)"),
+    ("NotFrozen", "NotFrozen \\(.*my_plugin.py:\\d+\\) must be frozen"),
+    ("BadHook", "BadHook.before_call .*must take \\(self, ctx, session\\)"),
     ("Missing", "has no attribute 'Missing'"),
 ])
 def test_invalid_user_strategies_are_refused_naming_the_problem(plugin_module, cls, message):
