@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from traces.formats import free_id
 from traces.model import Trace, TraceError
 
 WINDOW = 8
@@ -107,10 +108,7 @@ def stream(sources: Iterable[str], *, seed: int = 0, seeds: int = 1, lenient: bo
             traces = _files(source, lenient, notes)
         for t in traces:
             if t.id in seen:
-                n = 2
-                while f"{t.id}#{n}" in seen:
-                    n += 1
-                new_id = f"{t.id}#{n}"
+                new_id = free_id(t.id, seen)
                 notes.notes.append(f"trace id {t.id!r} occurs again in {t.source or 'another source'}: "
                                    f"renamed {new_id!r}")
                 t = replace(t, id=new_id)

@@ -219,16 +219,20 @@ def validate_class(cls: Any, *, origin: str) -> None:
     """Refuse a class that could not run in the replay, naming what is missing and where."""
     if not inspect.isclass(cls):
         raise StrategyError(f"{origin}: {cls!r} is not a class")
-    at = f" ({_where(cls)})" if _where(cls) else ""
+
+    def at() -> str:  # the source is read only for a message: every build validates its class
+        where = _where(cls)
+        return f" ({where})" if where else ""
+
     if not is_dataclass(cls) or "__dataclass_params__" not in vars(cls):  # a plain subclass inherits the flag
-        raise StrategyError(f"{origin}: {cls.__name__}{at} must be a (frozen) dataclass of its parameters: "
+        raise StrategyError(f"{origin}: {cls.__name__}{at()} must be a (frozen) dataclass of its parameters: "
                             "add @dataclass(frozen=True)")
     if not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
-        raise StrategyError(f"{origin}: {cls.__name__}{at} must be frozen (@dataclass(frozen=True))")
+        raise StrategyError(f"{origin}: {cls.__name__}{at()} must be frozen (@dataclass(frozen=True))")
     for hook in HOOKS:
         fn = getattr(cls, hook, None)
         if not callable(fn):
-            raise StrategyError(f"{origin}: {cls.__name__}{at} has no callable hook {hook!r}")
+            raise StrategyError(f"{origin}: {cls.__name__}{at()} has no callable hook {hook!r}")
         n_args = len(inspect.signature(fn).parameters)
         if n_args != 3:
             where = _where(fn) or _where(cls)
@@ -237,7 +241,7 @@ def validate_class(cls: Any, *, origin: str) -> None:
                 "arguments"
             )
     if not getattr(cls, "name", ""):
-        raise StrategyError(f"{origin}: {cls.__name__}{at} needs a class attribute 'name'")
+        raise StrategyError(f"{origin}: {cls.__name__}{at()} needs a class attribute 'name'")
 
 
 def resolve(name: str) -> tuple[type[Strategy], dict[str, Any]]:

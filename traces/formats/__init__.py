@@ -141,6 +141,14 @@ def load(sources: Iterable[str], *, lenient: bool = False) -> ReadResult:
     return result
 
 
+def free_id(trace_id: str, taken: set[str]) -> str:
+    """``id#2``, ``id#3``, …: the first renaming of a repeated trace id that no trace has taken."""
+    n = 2
+    while f"{trace_id}#{n}" in taken:
+        n += 1
+    return f"{trace_id}#{n}"
+
+
 def unique_ids(traces: list[Trace]) -> tuple[list[Trace], list[str]]:
     """Traces whose ids are unique in a run: a repeated id gets ``#2``, ``#3``… (first kept as is).
 
@@ -152,10 +160,7 @@ def unique_ids(traces: list[Trace]) -> tuple[list[Trace], list[str]]:
     out, notes = [], []
     for t in traces:
         if t.id in kept:
-            n = 2
-            while f"{t.id}#{n}" in taken:
-                n += 1
-            new_id = f"{t.id}#{n}"
+            new_id = free_id(t.id, taken)
             taken.add(new_id)
             notes.append(f"trace id {t.id!r} occurs again in {t.source or 'another source'}: renamed {new_id!r}")
             t = replace(t, id=new_id)
