@@ -548,6 +548,16 @@ def results_before_text(messages: list[Message]) -> list[Message]:
     return out + held
 
 
+def repair_notes(where: object, filled: int, orphans: int) -> list[str]:
+    """The notes every importer gives for what :func:`finish` repaired (nothing is mended silently)."""
+    notes = []
+    if filled:
+        notes.append(f"{where}: {filled} tool call(s) without a recorded result got a flagged error result")
+    if orphans:
+        notes.append(f"{where}: {orphans} orphan tool result(s) kept as flagged text")
+    return notes
+
+
 def finish(messages: list[Message], compactions: list[RecordedCompaction]) -> tuple[
         list[Message], tuple[RecordedCompaction, ...], int, int]:
     """Close unanswered calls and flag orphan results, keeping compaction indices on their messages.

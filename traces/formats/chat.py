@@ -29,6 +29,7 @@ from traces.formats._common import (
     get_str,
     loads,
     read_bytes,
+    repair_notes,
     sniff_json,
     ts_seconds,
 )
@@ -250,10 +251,7 @@ def finish(messages: list[Message], where: str, notes: list[str]) -> tuple[Messa
     """Answer unanswered calls with a flagged error and flag orphan results, noting both."""
     messages, filled = fill_missing_results(messages)
     messages, flagged = flag_orphan_results(messages)
-    if filled:
-        notes.append(f"{where}: {filled} tool call(s) without a recorded result got a flagged error result")
-    if flagged:
-        notes.append(f"{where}: {flagged} orphan tool result(s) kept as flagged text")
+    notes += repair_notes(where, filled, flagged)
     return tuple(messages)
 
 

@@ -30,6 +30,7 @@ from traces.formats._common import (
     get_int,
     get_str,
     iter_jsonl,
+    repair_notes,
     too_deep,
     ts_seconds,
 )
@@ -229,10 +230,7 @@ def _trace(recs: list[_Rec], path: Path, session: str, side: str, version: str |
             messages.append(Message("user", blocks, timestamp=r.timestamp, id=r.uuid, meta=meta))
     notes = []
     messages, recorded, filled, orphans = finish(messages, compactions)
-    if filled:
-        notes.append(f"{path}: {filled} tool call(s) without a recorded result got a flagged error result")
-    if orphans:
-        notes.append(f"{path}: {orphans} orphan tool result(s) kept as flagged text")
+    notes += repair_notes(path, filled, orphans)
     if breaks:
         notes.append(f"{path}: {breaks} broken parentUuid link(s) bridged in file order")
     off_chain = sum(1 for k in groups if k not in emitted)

@@ -40,6 +40,7 @@ from traces.formats._common import (
     get_list,
     get_str,
     iter_jsonl,
+    repair_notes,
     ts_seconds,
 )
 from traces.model import Block, Message, RecordedCompaction, Text, Thinking, ToolResult, ToolUse, Trace, TraceError
@@ -184,10 +185,7 @@ def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
         raise TraceError("no user or assistant message in a Copilot CLI events.jsonl", path=str(path))
     messages, recorded, filled, orphans = finish(s.messages, s.compactions)
     notes = [f"{path}: passed over {n} {what}" for what, n in sorted(s.skipped.items())]
-    if filled:
-        notes.append(f"{path}: {filled} tool call(s) without a recorded result got a flagged error result")
-    if orphans:
-        notes.append(f"{path}: {orphans} orphan tool result(s) kept as flagged text")
+    notes += repair_notes(path, filled, orphans)
     start = s.start_data or {}
     session = start.get("sessionId") if isinstance(start.get("sessionId"), str) else path.parent.name or path.stem
     trace = Trace(

@@ -41,6 +41,7 @@ from traces.formats._common import (
     iter_jsonl,
     read_bytes,
     read_json,
+    repair_notes,
     ts_seconds,
 )
 from traces.model import (
@@ -329,10 +330,7 @@ def _finish(b: _Builder, path: Path, trace_id: str, meta: dict[str, Any], skippe
     notes = [f"{path}: {n} {what}" for what, n in sorted((b.skipped + skipped).items())]
     if rewound:
         notes.append(f"{path}: skipped {rewound} model call(s) the user rewound ($rewindTo)")
-    if filled:
-        notes.append(f"{path}: {filled} tool call(s) without a recorded result got a flagged error result")
-    if orphans:
-        notes.append(f"{path}: {orphans} orphan tool result(s) kept as flagged text")
+    notes += repair_notes(path, filled, orphans)
     trace = Trace(id=trace_id, messages=tuple(messages), agent=AGENT,
                   model=b.models.most_common(1)[0][0] if b.models else None, source=str(path),
                   compactions=recorded, meta={**meta, "skipped_calls": rewound})
