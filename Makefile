@@ -22,7 +22,7 @@ bench: setup
 
 # Every real session in ../shared/traces (when it is there) through every strategy, with fidelity.
 bench-real: setup
-	$(BIN)/compaction-bench run --traces ../shared/traces --name real
+	$(BIN)/compaction-bench run --traces ../shared/traces --model recorded --name real
 
 # A threshold sweep: `|` lists the values to try; override with make tune TUNE="...".
 TUNE ?= none 'codex@limit_fraction=0.5|0.7|0.9' 'anthropic-clear-tool-uses@trigger=60000|100000|150000' \

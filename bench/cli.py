@@ -33,6 +33,10 @@ def _config(args: argparse.Namespace):
         if args.summarizer == "anthropic" and args.summarizer_model else {},
         probe=args.probe,
         probe_model=args.probe_model,
+        min_calls=args.min_calls,
+        min_tokens=args.min_tokens,
+        formats=tuple(args.format or ()),
+        weight=args.weight,
         **_scale_options(args),
     )
 
@@ -51,7 +55,15 @@ def _run(args: argparse.Namespace) -> int:
         print(f"compaction-bench: every task failed ({len(output.errors)}); no report → {output.run_dir}/",
               file=sys.stderr)
         return 1
-    print(format_summary(output.summary))
+    from bench.verdict import aggregate, weighting_text
+
+    summary = output.summary
+    if args.weight != "equal" and "retention" in summary:  # the printed means follow --weight
+        means = aggregate(output.table, args.weight).set_index("strategy")
+        summary = summary.assign(retention=summary.strategy.map(means.retention) if "retention" in means
+                                 else summary.retention)
+    print(format_summary(summary))
+    print(f"(per-trace means, e.g. retention: {weighting_text(args.weight).split(':')[0]}; --weight to change)")
     fidelity = format_fidelity(output.table)
     if fidelity:
         print("\nFidelity: the matching strategy, on provider counts (undriven) vs the real agent's first compaction")
@@ -61,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"stopped: {output.stopped}", file=sys.stderr)
     from bench.verdict import decide
 
-    verdict = decide(output.table, args.objective)
+    verdict = decide(output.table, args.objective, weight=args.weight)
     print(f"\nverdict: {verdict.sentence}")
     if not args.no_report:
         try:
@@ -128,10 +140,12 @@ def _list(args: argparse.Namespace) -> int:
     import strategies
 
     if args.what == "strategies":
+        from bench.help_format import one_line
+
         for name in strategies.names():
             strategy = strategies.build(name)
             params = ", ".join(f"{k}={v!r}" for k, v in strategy.params().items())
-            doc = next((line.strip() for line in (type(strategy).__doc__ or "").splitlines() if line.strip()), "")
+            doc = one_line(type(strategy).__doc__)
             print(f"{name:28} {doc}\n    {type(strategy).citation}\n    {params}")
     elif args.what == "models":
         from bench.pricing import price_table
@@ -139,6 +153,13 @@ def _list(args: argparse.Namespace) -> int:
         for model_id, p in sorted(price_table()[1].items()):
             print(f"{model_id:32} window {p.context_window:>9,}  max out {p.max_output:>7,}  "
                   f"in ${p.rates.input}/M  out ${p.rates.output}/M")
+    elif args.what == "formats":
+        from bench.sources import HF, SYNTHETIC
+        from traces.formats import READERS
+
+        for name, module in READERS.items():
+            print(f"{name:16} {module}")
+        print(f"{HF:16} hf:owner/name dataset rows\n{SYNTHETIC:16} synthetic:<scenario> sessions")
     elif args.what == "scenarios":
         from traces.scenarios import DEFAULT_BENCH, SCENARIOS
 
@@ -214,6 +235,8 @@ def _failed_tasks(run_dir: Path) -> str | None:
 RUN_EXAMPLES = """examples:
   compaction-bench run --name bench --seeds 3                    every strategy on the default scenarios
   compaction-bench run --strategies none codex opencode --traces ../shared/traces --name real
+  compaction-bench run --traces ../shared/traces --min-calls 20 --format claude-code,codex --weight tokens
+      only sessions of 20+ calls in those formats (what was dropped is counted), long sessions weigh more
   compaction-bench run --strategies none 'codex@limit_fraction=0.5|0.7|0.9' --name tune
       a sweep: `|` lists the values to try for one parameter (quote it for the shell);
       'a@x=1|2,y=3|4' runs every combination
@@ -246,23 +269,25 @@ def _new_strategy(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
+    from bench.help_format import DefaultsHelp
+
     p = argparse.ArgumentParser(prog="compaction-bench", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="replay traces through strategies and score them",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EXAMPLES)
+                       formatter_class=DefaultsHelp, epilog=RUN_EXAMPLES)
     r.add_argument("--traces", nargs="+", metavar="SOURCE",
                    help="files, folders, globs, hf:owner/name or synthetic:<scenario> (default: the bench scenarios)")
     r.add_argument("--strategies", nargs="+", metavar="SPEC",
                    help="names, name@key=value,... or module:Class (default: every registered strategy)")
-    r.add_argument("--model", default="claude-sonnet-4-5",
-                   help="model id priced in bench/data/prices.toml, or 'recorded': each trace as the model it "
-                        "recorded, call by call (synthetic ones as claude-sonnet-4-5)")
+    r.add_argument("--model", default="recorded",
+                   help="'recorded' (default): each trace as the model it recorded, call by call (synthetic "
+                        "ones as claude-sonnet-4-5); or a model id priced in bench/data/prices.toml, forced on all")
     r.add_argument("--prices", action="append", metavar="FILE",
                    help="a TOML price file (bench/data/prices.toml's schema) for models it does not know")
-    r.add_argument("--truth", choices=("provider", "cl100k", "anthropic"), default="provider",
+    r.add_argument("--truth", choices=("provider", "cl100k", "o200k", "anthropic"), default="provider",
                    help="token counts: provider (recorded usage, else calibrated per family; default), cl100k, "
-                        "or anthropic (the count-tokens endpoint, ANTHROPIC_API_KEY, cached on disk)")
+                        "o200k, or anthropic (the count-tokens endpoint, ANTHROPIC_API_KEY, cached on disk)")
     r.add_argument("--summarizer", default="extractive",
                    help="extractive (offline, the default), recorded (a real trace's own summaries) or anthropic")
     r.add_argument("--summarizer-model", default=None,
@@ -283,6 +308,16 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--objective", default="default", help=OBJECTIVE_HELP)
     r.add_argument("--self-contained", action="store_true", help="embed the charts in report.html (one file)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--min-calls", type=int, default=0, metavar="N",
+                   help="skip traces with fewer than N agent calls (counted per filter in run.json; default 0)")
+    r.add_argument("--min-tokens", type=int, default=0, metavar="N",
+                   help="skip traces of fewer than N tokens, the whole session in cl100k (default 0)")
+    r.add_argument("--format", action="append", metavar="NAME[,NAME]",
+                   help="keep only traces read by these importers (`compaction-bench list formats`), "
+                        "e.g. --format claude-code,codex (default: every format)")
+    from bench.verdict import WEIGHT_HELP, WEIGHTS
+
+    r.add_argument("--weight", choices=tuple(WEIGHTS), default="equal", help=WEIGHT_HELP)
     _add_scale_options(r)
     r.set_defaults(fn=_run)
 
@@ -301,7 +336,7 @@ def parser() -> argparse.ArgumentParser:
     mg.set_defaults(fn=_merge)
 
     ls = sub.add_parser("list", help="list strategies, models or scenarios")
-    ls.add_argument("what", choices=("strategies", "models", "scenarios"))
+    ls.add_argument("what", choices=("strategies", "models", "scenarios", "formats"))
     ls.set_defaults(fn=_list)
 
     im = sub.add_parser("import", help="convert agent session logs to the native format")

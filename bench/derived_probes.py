@@ -2,14 +2,24 @@
 
 Mapped onto Factory's probe classes (evaluation.md §A2) and scored mechanically:
 
-- ``fact`` — key terms of the first request (recall of the session's intent);
+- ``fact`` — key terms of the first request (recall of the session's intent), and *early facts
+  the session relies on later* (``derived:early:``): a distinctive token (an identifier, a number, a
+  path, a version) first stated by the user or a tool result in the first third of the session,
+  mentioned in few messages, and used again by the agent (its text or a tool call's arguments)
+  at least ``MIN_GAP_CALLS`` calls later. Nothing repeats it in between, so a strategy that drops
+  the early message before the reuse loses it, which request terms (repeated all session long)
+  rarely show;
 - ``artifact`` — every file modified by an edit/write tool call (one needle per path; the set
   is scored with ``set_f1``, as §A2(a) asks);
-- ``error`` — the last failing command's error line, with the command as its reference;
-- ``constraint`` — the user's imperative sentences with don't / do not / always / never / must.
+- ``error`` — failing commands and their error line, with the command as the reference: the last
+  one (``derived:error``) and up to ``MAX_ERRORS − 1`` earlier distinct ones (``derived:error:k``),
+  since the early failures are the ones a compaction drops;
+- ``constraint`` — the user's imperative sentences with don't / do not / always / never / must / only.
 
 These are heuristics over text, not judgements: a derived "constraint" may be a plain statement
 that happens to contain "must". Their ids start with ``derived:`` so a report can tell them apart.
+They are derived once per trace (``bench.probes`` caches them by the trace's content) and scored
+like planted needles at every compaction and at the end of the replay.
 """
 
 from __future__ import annotations
@@ -24,8 +34,19 @@ from traces.model import Message, Needle, ToolUse, Trace
 if TYPE_CHECKING:
     import pandas as pd
 
+VERSION = 2
+"""Bumped whenever the derived needles change (part of every task key: stored probes are never stale).
+2: early facts relied on later, every failing command (not only the last), ``only`` constraints."""
 MAX_TERMS = 5
 MAX_CONSTRAINTS = 10
+MAX_EARLY = 8
+MAX_ERRORS = 5
+EARLY_SHARE = 1 / 3
+"""An early fact is stated in the first third of the session's messages."""
+MIN_GAP_CALLS = 3
+"""... and relied on at least this many agent calls later."""
+MAX_MENTIONS = 4
+"""... and is in at most this many messages: a token on every page is no fact the session could lose."""
 EDIT_WORDS = ("edit", "write", "create", "replace", "patch", "insert", "multiedit", "str_replace")
 """A tool whose lower-cased name starts with (or, for ``str_replace``, contains) one of these modifies a file."""
 SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "execute_command", "run_command", "run_terminal_cmd",
@@ -33,12 +54,17 @@ SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "execute_command", "ru
 ERROR_LINE = re.compile(r"(error|exception|traceback|failed|failure|fatal|not found|no such file|denied|panic)",
                         re.IGNORECASE)
 STRONG_ERROR = re.compile(r"(error|exception|fatal|panic)", re.IGNORECASE)
+NO_FAILURE = re.compile(r"\b0 (failures|failed|errors)\b|\bno (errors|failures)\b", re.IGNORECASE)
+"""A tally line that reports success ("10 tests, 0 failures") is not an error line."""
 """Preferred over a bare "failed" tally line: the line that names what went wrong."""
-CONSTRAINT = re.compile(r"\b(don'?t|do not|never|always|must)\b", re.IGNORECASE)
+CONSTRAINT = re.compile(r"\b(don'?t|do not|never|always|must|only)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[A-Za-z0-9_./\-]*[A-Za-z0-9_]")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
 _TAG = re.compile(r"<([a-z\-]+)>.*?</\1>", re.DOTALL)
+_FACT_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/\-]*[A-Za-z0-9_]")
+_SHAPED = re.compile(r"\d|_|[a-z][A-Z]|[A-Za-z][./:\-][A-Za-z0-9]")
+"""An identifier, number, path or version: a digit, an underscore, camelCase or an inner separator."""
 STOPWORDS = frozenset("""about above after again against because before being below between could doing during
 each further having other should their there these those through under until where which while would please
 could there thing things something really just make sure want need like using update change fix the and for
@@ -124,14 +150,16 @@ def _artifact_needles(messages: Sequence[Message]) -> list[Needle]:
             for p, i in first_edit.items()]
 
 
-def _error_needle(messages: Sequence[Message]) -> list[Needle]:
+def _failures(messages: Sequence[Message]) -> list[tuple[int, str, str | None, str]]:
+    """(message index, error line, command, output) of every failing shell command, in order."""
     uses = {u.id: u for m in messages for u in m.tool_uses}
-    for i in range(len(messages) - 1, -1, -1):
-        for r in reversed(messages[i].tool_results):
+    out = []
+    for i, m in enumerate(messages):
+        for r in m.tool_results:
             use = uses.get(r.tool_use_id)
             if use is None or use.name.lower() not in SHELL_TOOLS:
                 continue
-            lines = [ln.strip() for ln in r.content.splitlines() if ERROR_LINE.search(ln)]
+            lines = [ln.strip() for ln in r.content.splitlines() if ERROR_LINE.search(ln) and not NO_FAILURE.search(ln)]
             if not (r.is_error or lines):
                 continue
             command = use.input.get("command") or use.input.get("cmd")
@@ -139,11 +167,94 @@ def _error_needle(messages: Sequence[Message]) -> list[Needle]:
             strong = [ln for ln in lines if STRONG_ERROR.search(ln)]
             tail = r.content.strip().splitlines()[-1:] if r.content.strip() else [""]
             line = (strong or lines or tail)[-1].strip()[:200]
-            if not line:
-                continue
-            return [Needle("derived:error", "error", r.content, "What was the last error?", line, i,
-                           reference=command if isinstance(command, str) and command else None)]
-    return []
+            if line:
+                out.append((i, line, command if isinstance(command, str) and command else None, r.content))
+    return out
+
+
+def _error_needle(messages: Sequence[Message]) -> list[Needle]:
+    """The last failing command's error (``derived:error``) and up to MAX_ERRORS − 1 earlier, distinct ones,
+    the earliest first (they are the ones a compaction drops)."""
+    failures = _failures(messages)
+    if not failures:
+        return []
+    i, line, command, output = failures[-1]
+    out = [Needle("derived:error", "error", output, "What was the last error?", line, i, reference=command)]
+    seen = {normalize_line(line)}
+    for i, line, command, output in failures[:-1]:
+        if len(out) >= MAX_ERRORS:
+            break
+        if normalize_line(line) in seen:
+            continue
+        seen.add(normalize_line(line))
+        out.append(Needle(f"derived:error:{len(out)}", "error", output,
+                          f"Which error did `{(command or 'a command')[:80]}` give?", line, i, reference=command))
+    return out
+
+
+def normalize_line(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _fact_tokens(text: str) -> set[str]:
+    return {w for w in _FACT_TOKEN.findall(text) if len(w) >= 4 and _SHAPED.search(w)
+            and (not w.isdigit() or len(w) >= 4) and w.lower() not in STOPWORDS}
+
+
+def _early_fact_needles(messages: Sequence[Message]) -> list[Needle]:
+    """Distinctive tokens stated early by the user or a tool, relied on by the agent much later (module doc)."""
+    from bench.tokens import render
+
+    n = len(messages)
+    if n < 4:
+        return []
+    answers = [i for i, m in enumerate(messages) if m.role == "assistant"]
+    call_of = {i: k for k, i in enumerate(answers)}
+    early_end = max(1, int(n * EARLY_SHARE))
+    where: dict[str, list[int]] = {}
+    system: set[str] = set()
+    for i, m in enumerate(messages):
+        text = render(m)
+        tokens = _fact_tokens(_plain(text) if _human(m) else text)
+        if m.role == "system":
+            system |= tokens
+            continue
+        for w in tokens:
+            where.setdefault(w, []).append(i)
+    picked: list[tuple[int, int, str, int]] = []
+    for w, idx in where.items():
+        first = idx[0]
+        m = messages[first]
+        if first >= early_end or w in system or len(idx) > MAX_MENTIONS or m.role == "assistant":
+            continue
+        if m.meta.get("summary") or m.meta.get("injected") or m.meta.get("synthetic"):
+            continue
+        first_call = sum(1 for a in answers if a < first)  # the call whose prompt first carries it
+        later = [j for j in idx[1:] if j in call_of and call_of[j] - first_call >= MIN_GAP_CALLS]
+        if later:
+            picked.append((-(later[0] - first), first, w, later[0]))
+    picked.sort()
+    out: list[Needle] = []
+    used: set[int] = set()
+    texts: list[str] | None = None
+    for _, first, w, reused in picked:  # the longest gaps first, one fact per early message
+        if first in used or any(w in o.answer or o.answer in w for o in out):
+            continue
+        if texts is None:  # scoring matches substrings: count the messages that hold it in any word
+            from bench.probes import normalize
+
+            texts = [normalize(render(m)) for m in messages]
+        key = normalize(w)
+        if sum(1 for t in texts if key in t) > MAX_MENTIONS:
+            continue
+        used.add(first)
+        line = next((ln.strip() for ln in render(messages[first]).splitlines() if w in ln), w)[:300]
+        out.append(Needle(f"derived:early:{len(out) + 1}", "fact", line,
+                          f"What did the session establish early that it used again at call {call_of[reused]}?",
+                          w, first))
+        if len(out) >= MAX_EARLY:
+            break
+    return sorted(out, key=lambda nd: nd.message_index)
 
 
 def _constraint_needles(messages: Sequence[Message]) -> list[Needle]:
@@ -164,8 +275,8 @@ def _constraint_needles(messages: Sequence[Message]) -> list[Needle]:
 def derive_needles(trace: Trace) -> tuple[Needle, ...]:
     """Needle-like probes derived from the trace itself (no planted facts needed)."""
     msgs = trace.messages
-    return tuple([*_request_needles(msgs), *_artifact_needles(msgs), *_error_needle(msgs),
-                  *_constraint_needles(msgs)])
+    return tuple([*_request_needles(msgs), *_early_fact_needles(msgs), *_artifact_needles(msgs),
+                  *_error_needle(msgs), *_constraint_needles(msgs)])
 
 
 def artifact_f1(probes: pd.DataFrame, *, moment: str | None = "end") -> pd.DataFrame:

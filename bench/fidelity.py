@@ -44,12 +44,16 @@ _PAUSE, _COUNT = "_recorded_usage_paused_until", "_recorded_usage_compactions"
 
 
 def matching_strategy(trace: Trace) -> str | None:
-    """The registry strategy that re-implements the trace's agent at the version it recorded
-    (``strategies.versions``); ``MATCHING_STRATEGY`` for agents that table does not know."""
+    """The registry strategy that re-implements the trace's agent at the version (for Codex, and
+    the model provider) it recorded (``strategies.versions``); ``MATCHING_STRATEGY`` for agents
+    that table does not know."""
     from strategies.versions import matching_strategy as by_version
 
     version = trace.meta.get("version") or trace.meta.get("cli_version")
-    return by_version(trace.agent, version if isinstance(version, str) else None) or MATCHING_STRATEGY.get(trace.agent)
+    provider = trace.meta.get("model_provider")
+    return (by_version(trace.agent, version if isinstance(version, str) else None,
+                       provider if isinstance(provider, str) else None)
+            or MATCHING_STRATEGY.get(trace.agent))
 
 
 def recorded_calls(trace: Trace) -> tuple[int, ...]:

@@ -8,6 +8,12 @@ recorded compaction it prints the recorded and replayed call, their difference, 
 before and after, both sides in provider units with the overhead. ``--driven`` replays with the
 recorded usage fed to the strategy instead (the older diagnostic: it fires where the agent did by
 construction, so it checks the compaction itself, not the trigger).
+
+``--strategy SPEC`` replays your own strategy instead (``mymod:Mine``, ``./mine.py:Mine``, a
+registry name, with ``@key=value`` parameters): the question becomes "does my re-implementation
+of my agent compact where my agent's logs say it did?". It is loaded and validated as ``run
+--strategies`` does (strategies.build), so a load problem is the same one-line message naming the
+file and line, given before any session is read.
 """
 
 from __future__ import annotations
@@ -32,8 +38,22 @@ def recorded_profile(trace: Any, fallback: str | None = None) -> Any:
         raise ValueError(str(e)) from None
 
 
-def rows(trace: Any, *, driven: bool = False, model: str | None = None) -> list[dict]:
-    """One row per recorded compaction of ``trace`` ([] when no strategy re-implements its agent)."""
+def load_strategy(spec: str) -> tuple[str, Any]:
+    """(label, instance) of a ``--strategy`` spec, loaded as ``run --strategies`` loads it (StrategyError
+    with file and line on any problem)."""
+    import strategies
+
+    parsed = strategies.parse_spec(spec)
+    return parsed.label, strategies.build(parsed)
+
+
+def rows(trace: Any, *, driven: bool = False, model: str | None = None, strategy: str | None = None) -> list[dict]:
+    """One row per recorded compaction of ``trace`` ([] when it has none, or when no strategy
+    re-implements its agent and ``strategy`` is not given).
+
+    ``strategy`` (a spec: ``mymod:Mine``, ``./mine.py:Mine``, ``codex@limit_fraction=0.8``) replays that
+    strategy against the logged compactions instead of the version-matched built-in one.
+    """
     import strategies
     from bench.attribution import adopt_shipped, shipped_counts
     from bench.fidelity import matching_strategy, recorded_calls, replay_recorded
@@ -41,15 +61,21 @@ def rows(trace: Any, *, driven: bool = False, model: str | None = None) -> list[
     from bench.replay import COMPACTION_KINDS, ReplayConfig, replay
     from bench.tokens import TokenCounter
 
-    name = matching_strategy(trace)
-    if not trace.compactions or name is None or name not in strategies.names():
+    if not trace.compactions:
         return []
+    if strategy is not None:
+        name, instance = load_strategy(strategy)
+    else:
+        name = matching_strategy(trace)
+        if name is None or name not in strategies.names():
+            return []
+        instance = strategies.build(name)
     counter = TokenCounter()
     adopt_shipped(counter, trace, shipped_counts(trace, TokenCounter()))
     recorded = not model or model == "recorded"
     config = ReplayConfig(recorded_profile(trace) if recorded else profile(model), recorded_models=recorded)
     run = replay_recorded if driven else replay
-    result = run(trace, strategies.build(name), config, counter=counter)
+    result = run(trace, instance, config, counter=counter)
     sent = {c.call: c.prompt_tokens for c in result.calls if c.kind == "agent"}
     fired = [e for e in result.events if e.kind in COMPACTION_KINDS]
     usage = [m.usage for m in trace.messages if m.role == "assistant"]
@@ -117,8 +143,11 @@ def command(args: argparse.Namespace) -> int:
 
     for path in args.prices or ():
         add_prices(path)
+    if args.strategy:
+        load_strategy(args.strategy)  # a load problem fails before any session is read
     loaded = load(args.paths, lenient=args.lenient)
-    table = [r for t in loaded.traces for r in rows(t, driven=args.driven, model=args.model)]
+    table = [r for t in loaded.traces for r in rows(t, driven=args.driven, model=args.model,
+                                                     strategy=args.strategy)]
     print(format_rows(table))
     if args.ledger:
         ledger = [r for t in loaded.traces if (r := ledger_row(t, model=args.model)) is not None]
@@ -137,6 +166,9 @@ def add_parser(sub: Any) -> None:
     f.add_argument("--model", default="recorded", help="'recorded' (the trace's own model, default) or a model id")
     f.add_argument("--prices", action="append", metavar="FILE",
                    help="a TOML price file (bench/data/prices.toml's schema) for models it does not know")
+    f.add_argument("--strategy", metavar="SPEC", default=None,
+                   help="replay this strategy against the logged compactions instead of the version-matched "
+                        "built-in one: mymod:Mine, ./mine.py:Mine or name@key=value (default: the matching one)")
     f.add_argument("--ledger", action="store_true",
                    help="also set our prompt-cache split beside the recorded one, per session")
     f.add_argument("--lenient", action="store_true", help="skip bad records, and count them")

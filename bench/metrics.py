@@ -103,11 +103,16 @@ FIDELITY_COLUMNS = ("recorded_call", "replayed_call", "call_delta", "recorded_pr
 
 def _scores(r: TaskResult, agent: pd.DataFrame, events: pd.DataFrame, window: int | None) -> dict[str, object]:
     """Retention, estimator and fidelity columns of one task (empty values where they do not apply)."""
-    from bench.probes import cliff_rounds, false_positive_rate, retention
+    from bench.probes import cliff_rounds, false_positive_rate, probe_scores, retention
 
     out: dict[str, object] = {"retention": np.nan, "llm_recall": np.nan, "cliff_round": pd.NA,
                               "false_positive_rate": np.nan}
-    probes = pd.DataFrame(r.probes)
+    probes = pd.DataFrame()
+    if r.probes and not any("llm_recalled" in p for p in r.probes):  # one pass, no frames
+        out.update(probe_scores(r.probes))
+        out["cliff_round"] = pd.NA if out["cliff_round"] is None else out["cliff_round"]
+    elif r.probes:
+        probes = pd.DataFrame(r.probes)
     if not probes.empty:
         ret = retention(probes)
         out["retention"] = float(ret.retention.iloc[0]) if len(ret) else np.nan

@@ -4,13 +4,16 @@ Runs ``compaction-bench run`` in a child process on N synthetic traces (``synthe
 ``synthetic:reads``, N/2 seeds each) × 4 strategies with ``--detail calls`` and no CSV export or
 report, and reports for each N: the main process's peak resident memory (VmHWM, polled from
 /proc), wall time, tasks per second and the size of out/<run>/ per trace. Not a timed test: a
-benchmark, whose figures go in the README with the machine's load.
+benchmark, whose figures go in the README with the machine's load. CPU ms per task (the run and its
+workers, user + system) is the figure a busy machine changes least: tasks/s on an idle machine with
+W cores is about W × 1000 / that.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -37,13 +40,15 @@ def measure(traces: int, workers: int, out: Path, executor: str = "process") -> 
            "--seeds", str(seeds), "--strategies", *STRATEGIES, "--detail", "calls", "--csv", "no",
            "--workers", str(workers), "--executor", executor, "--name", f"scale{traces}", "--out", str(out),
            "--quiet", "--no-report"]
-    start = time.perf_counter()
+    start, cpu_before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peak = 0
     while proc.poll() is None:
         peak = max(peak, _hwm_kb(proc.pid))
         time.sleep(0.5)
     seconds = time.perf_counter() - start
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the run and its pool's workers (all reaped)
+    cpu = usage.ru_utime + usage.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime
     if proc.returncode:
         raise SystemExit(f"run failed ({proc.returncode}): {proc.stderr.read()[-2000:]}")
     run_dir = out / f"scale{traces}"
@@ -51,7 +56,8 @@ def measure(traces: int, workers: int, out: Path, executor: str = "process") -> 
     files = sum(1 for p in run_dir.rglob("*") if p.is_file())
     tasks = 2 * seeds * len(STRATEGIES)
     return {"traces": 2 * seeds, "tasks": tasks, "seconds": seconds, "tasks_per_s": tasks / seconds,
-            "peak_mb": peak / 1024, "bytes_per_trace": size / (2 * seeds), "files": files}
+            "peak_mb": peak / 1024, "bytes_per_trace": size / (2 * seeds), "files": files,
+            "cpu_ms_per_task": cpu / tasks * 1000, "load": os.getloadavg()[0]}
 
 
 def aggregation(traces: int, strategies: int, out: Path) -> dict[str, float]:
@@ -105,11 +111,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"({r['seconds'] / r['tasks'] * 1000:.2f} s per 1,000 tasks); load average {load:.1f}")
             return 0
         print(f"{len(STRATEGIES)} strategies, --detail calls, {args.workers} workers; load average {load:.1f}")
-        print(f"{'traces':>7} {'tasks':>7} {'wall s':>8} {'tasks/s':>8} {'peak MB':>8} {'KB/trace':>9} {'files':>6}")
+        print(f"{'traces':>7} {'tasks':>7} {'wall s':>8} {'tasks/s':>8} {'peak MB':>8} {'KB/trace':>9} {'files':>6} "
+              f"{'CPU ms/task':>11} {'load':>5}")
         for n in args.traces:
             r = measure(n, args.workers, out)
             print(f"{r['traces']:>7,} {r['tasks']:>7,} {r['seconds']:>8.0f} {r['tasks_per_s']:>8.1f} "
-                  f"{r['peak_mb']:>8.0f} {r['bytes_per_trace'] / 1024:>9.1f} {r['files']:>6}", flush=True)
+                  f"{r['peak_mb']:>8.0f} {r['bytes_per_trace'] / 1024:>9.1f} {r['files']:>6} "
+                  f"{r['cpu_ms_per_task']:>11.0f} {r['load']:>5.1f}", flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(out, ignore_errors=True)

@@ -37,35 +37,40 @@ class Estimate:
     """Estimated paid-API spend (``--summarizer anthropic``); 0 offline."""
     workers: int
     detail: str
+    filtered: str = ""
+    """What the run's filters dropped (``filtered out 3 of 8 traces: ...``); empty without filters."""
 
 
 def estimate(config, *, sample: int = 2) -> Estimate:
     """Count the run's tasks and calibrate time and size on ``sample`` traces (see the module doc)."""
-    from bench.runner import Budget, check, run, trace_sources
+    from bench.runner import Budget, check, run, trace_filter, trace_sources
 
     specs = check(config)
+    filters = trace_filter(config)
     if sample < 1:
         raise ValueError(f"--sample must be at least 1, not {sample}")
     shard = sources.parse_shard(config.shard)
     n = messages = 0
+    notes = sources.StreamNotes()
     for trace in sources.stream(trace_sources(config), seed=config.seed, seeds=config.seeds,
-                                lenient=config.lenient):
+                                lenient=config.lenient, filters=filters, notes=notes):
         if shard is None or sources.in_shard(sources.trace_hash(trace), shard):
             n += 1
             messages += len(trace.messages)
     if not n:
-        raise ValueError("no traces to replay in " + ", ".join(trace_sources(config)))
+        raise ValueError("no traces to replay in " + ", ".join(trace_sources(config))
+                         + "".join(f"\n  {note}" for note in notes.notes))
     with tempfile.TemporaryDirectory(prefix="compaction-bench-plan-") as tmp:
         calibration = dataclasses.replace(config, out=tmp, name="plan", executor="local", csv="no", shard=None,
                                           max_cost=None)
         from traces import native
 
         sampled = list(itertools.islice(sources.stream(trace_sources(config), seed=config.seed, seeds=config.seeds,
-                                                       lenient=config.lenient), sample))
+                                                       lenient=config.lenient, filters=filters), sample))
 
         folder = Path(tmp) / "traces"
         native.write_many(sampled, folder)
-        calibration = dataclasses.replace(calibration, traces=(str(folder),))
+        calibration = dataclasses.replace(calibration, traces=(str(folder),), min_calls=0, min_tokens=0, formats=())
         start = time.perf_counter()
         output = run(calibration, progress=False)
         seconds = time.perf_counter() - start
@@ -77,7 +82,8 @@ def estimate(config, *, sample: int = 2) -> Estimate:
     scale = messages / sample_messages
     return Estimate(n, len(specs), n * len(specs), messages, len(sampled), seconds,
                     seconds * scale / max(1, config.workers), int(size * scale), spend * scale,
-                    max(1, config.workers), config.detail)
+                    max(1, config.workers), config.detail,
+                    sources.filtered_note(filters, notes) if filters.active else "")
 
 
 def format_estimate(e: Estimate) -> str:
@@ -96,6 +102,8 @@ def format_estimate(e: Estimate) -> str:
              f"estimated output (--detail {e.detail}): {size(e.output_bytes)}",
              f"calibrated on {e.sample_traces} trace(s) × every strategy in {e.sample_seconds:.1f} s; "
              "scaled by messages"]
+    if e.filtered:
+        lines.insert(1, e.filtered)
     if e.api_dollars:
         lines.append(f"estimated paid-API spend: ${e.api_dollars:,.2f}")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from dataclasses import replace as dc_replace
 from functools import lru_cache
 from importlib import resources
 from itertools import compress
@@ -50,6 +51,15 @@ class ModelProfile:
     tier_threshold: int | None = None
     above: Rates | None = None
     """Long-context rates that apply to the whole request once its prompt exceeds tier_threshold."""
+    base: str = ""
+    """The table entry an alias resolves to (empty for the entry itself). ``id`` stays the id the
+    session used, so a policy keyed on the model family sees ``gpt-5.1-codex``, not ``gpt-5.1``
+    (strategies/codex.py's truncation policy)."""
+
+    @property
+    def canonical_id(self) -> str:
+        """The price table's entry for this model (the id itself unless it is an alias)."""
+        return self.base or self.id
 
     @property
     def bills_cache_writes(self) -> bool:
@@ -102,8 +112,9 @@ def _profiles(raw: dict[str, Any]) -> dict[str, ModelProfile]:
             tier_threshold=d.get("tier_threshold"),
             above=_rates(d, "above_") if "above_input" in d else None,
         )
-        for key in (model_id, *d.get("aliases", ())):
-            table[key] = p
+        table[model_id] = p
+        for alias in d.get("aliases", ()):
+            table[alias] = dc_replace(p, id=alias, base=model_id)  # same prices, the id as used
     return table
 
 
@@ -138,16 +149,32 @@ def add_prices(path: str) -> list[str]:
 
 
 RECORDED = "recorded"
-"""``--model recorded``: each trace windowed and priced as the model it recorded (per call)."""
+"""``--model recorded`` (the default): each trace windowed and priced as the model it recorded (per
+call); a trace that records none (a synthetic one) as ``DEFAULT_MODEL``. ``--model X`` forces X on all."""
 DEFAULT_MODEL = "claude-sonnet-4-5"
 """What a trace that records no model (a synthetic one) is run as under ``--model recorded``."""
+NO_MODEL = frozenset({"", "<synthetic>", "replay"})
+"""Recorded "models" that name no priced model: Claude Code's ``<synthetic>`` (messages it wrote itself)
+and SWE-agent's ``replay`` (a trajectory replayed without any model call)."""
+_AIDER_CACHE_MARK = "\u26a1"
+"""aider appends a lightning mark to the announced model when prompt caching is on (aider-ai/aider
+commit 4d36518, ``Coder.get_announcements``), so ``Model: claude-3-5-sonnet-20240620\u26a1`` names the model
+without it; the aider importer keeps the banner's word as is."""
+
+
+def recorded_id(model: str | None) -> str | None:
+    """The model id a trace or call recorded, without decorations; None when it names no model."""
+    if model is None:
+        return None
+    model = model.strip().removesuffix(_AIDER_CACHE_MARK).strip()
+    return None if model in NO_MODEL else model
 
 
 def profile_for(model_id: str, trace_model: str | None) -> ModelProfile:
     """The run's model, or under ``recorded`` the trace's own (``DEFAULT_MODEL`` when it has none)."""
     if model_id != RECORDED:
         return profile(model_id)
-    return profile(trace_model if trace_model and trace_model != "<synthetic>" else DEFAULT_MODEL)
+    return profile(recorded_id(trace_model) or DEFAULT_MODEL)
 
 
 def profile(model_id: str) -> ModelProfile:

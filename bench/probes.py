@@ -21,9 +21,10 @@ and what is recalled shows (Lost in Compaction: 82-93% present, 0-7% recalled).
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -125,6 +126,29 @@ class _PerTrace:
         self.derived: tuple[Needle, ...] | None = None
 
 
+_DERIVED: OrderedDict[tuple[str, str | None, int], tuple[Trace, tuple[Needle, ...]]] = OrderedDict()
+
+
+def derived_needles(trace: Trace) -> tuple[Needle, ...]:
+    """``bench.derived_probes.derive_needles(trace)``, once per trace in this process.
+
+    Keyed by the trace's id, source and length, checked against its messages: a worker that gets
+    the same trace again in another job (a new object, unpickled) does not derive them again.
+    """
+    key = (trace.id, trace.source, len(trace.messages))
+    hit = _DERIVED.get(key)
+    if hit is not None and (hit[0] is trace or hit[0].messages == trace.messages):
+        _DERIVED.move_to_end(key)
+        return hit[1]
+    from bench.derived_probes import derive_needles
+
+    needles = tuple(derive_needles(trace))
+    _DERIVED[key] = (trace, needles)
+    while len(_DERIVED) > _KEEP:
+        _DERIVED.popitem(last=False)
+    return needles
+
+
 _SHARED: OrderedDict[int, tuple[Trace, _PerTrace]] = OrderedDict()
 _KEEP = 4
 """Traces whose shared state is kept (a run replays every strategy of a trace before the next)."""
@@ -193,9 +217,7 @@ def needle_observer(
         needles = trace.needles
         if not needles:
             if shared.derived is None:
-                from bench.derived_probes import derive_needles
-
-                shared.derived = tuple(derive_needles(trace))
+                shared.derived = derived_needles(trace)
             needles, source = shared.derived, "derived"
     state: dict[str, Any] = {"round": 0, "timeline": None}
     text_of = shared.texts
@@ -298,3 +320,67 @@ def cliff_rounds(probes: pd.DataFrame, threshold: float = CLIFF) -> pd.DataFrame
     out = pd.DataFrame(rows, columns=["strategy", "rounds", "retention_by_round", "cliff_round"])
     out["cliff_round"] = out.cliff_round.astype("Int64")
     return out
+
+
+DERIVED_KINDS = (("derived:early:", "early fact"), ("derived:request:", "request"), ("derived:file:", "artifact"),
+                 ("derived:error", "error"), ("derived:constraint:", "constraint"))
+"""Derived needle id prefixes → the probe kind a table shows (planted needles keep their ``needle_kind``)."""
+
+
+def probe_kind(needle_id: str, needle_kind: str) -> str:
+    """``early fact``, ``request``, ``artifact``, ``error`` or ``constraint`` for a derived needle, else its kind."""
+    return next((label for prefix, label in DERIVED_KINDS if str(needle_id).startswith(prefix)), str(needle_kind))
+
+
+def retention_by_kind(probes: pd.DataFrame, *, moment: str | None = None) -> pd.DataFrame:
+    """Strategy × probe kind: the share of (needle, probe point) rows retained verbatim, with n.
+
+    ``moment`` ``compaction`` scores the context right after every compaction (where derived probes
+    tell strategies apart), ``end`` the end of each trace, None both pooled. Controls excluded.
+    """
+    p = _scored(probes, moment)
+    if p.empty:
+        return pd.DataFrame(columns=["strategy", "kind", "n", "retention"])
+    kinds = [probe_kind(i, k) for i, k in zip(p.needle, p.needle_kind, strict=True)]
+    g = p.assign(kind=kinds).groupby(["strategy", "kind"]).retained
+    return pd.DataFrame({"n": g.size(), "retention": g.mean()}).reset_index()
+
+
+# --- one task's scores in one pass (the worker's fast path) ------------------------------------------
+# retention / false_positive_rate / cliff_rounds above answer these for many tasks at once with pandas
+# (crosstab, groupby); called per task in a worker, building those frames cost about a fifth of a
+# synthetic task's CPU (issue 13, profiled with py-spy). probe_scores counts the same shares in one pass
+# over the rows, a count divided by a count as pandas divides them, so the floats are equal
+# (tests/bench/test_scale.py checks them against the functions above).
+
+
+def _present(value: Any) -> bool:
+    """Not missing in pandas' sense (None or NaN are dropped by crosstab, groupby and mean)."""
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def probe_scores(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``retention``, ``false_positive_rate`` (NaN when nothing to score) and ``cliff_round`` (None when
+    retention never falls below bench.probes.CLIFF) of one task's probe rows (one strategy)."""
+    kept = scored = controls = false_pos = 0
+    rounds: dict[int, list[int]] = {}  # round → [retained, probed]
+    for p in rows:
+        if not _present(p.get("strategy")):  # pandas groups by strategy: rows without one count nowhere
+            continue
+        moment, control = p.get("moment"), p.get("needle_kind") == "control"
+        if control:
+            if moment == "end":  # a control without a class counts as not found, as in bench.probes
+                controls += 1
+                false_pos += p.get("cls") == FALSE_POSITIVE
+        elif moment == "end":
+            if _present(p.get("cls")):
+                scored += 1
+                kept += p.get("cls") == VERBATIM
+        elif moment == "compaction" and _present(p.get("round")) and _present(p.get("retained")):
+            tally = rounds.setdefault(int(p["round"]), [0, 0])
+            tally[0] += bool(p["retained"])
+            tally[1] += 1
+    below = [r for r, (k, n) in sorted(rounds.items()) if k / n < CLIFF]
+    return {"retention": kept / scored if scored else math.nan,
+            "false_positive_rate": false_pos / controls if controls else math.nan,
+            "cliff_round": below[0] if below else None}

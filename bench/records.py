@@ -95,6 +95,8 @@ class TaskResult:
     """Rows from observers (needle retention etc.), one dict each."""
     fidelity: list[dict[str, Any]] = field(default_factory=list)
     """Recorded vs replayed compactions (bench.fidelity), when the trace's agent matches the strategy."""
+    ledger: list[dict[str, Any]] = field(default_factory=list)
+    """Our cache split beside the recorded one (bench.ledger_check), when the trace records usage."""
     failed: str | None = None
     """Why the session ended early (a strategy's circuit breaker), if it did."""
     error: str | None = None

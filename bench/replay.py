@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from bench.attribution import ProviderView
 from bench.context import Context, Meter
-from bench.pricing import ModelProfile, PromptCache, price_table, profile
+from bench.pricing import ModelProfile, PromptCache, price_table, profile, recorded_id
 from bench.records import CallRecord, EventRecord, SummaryRecord, TaskResult
 from bench.references import RecordedIndex, ReferenceCheck
 from bench.session import Session
@@ -37,6 +37,9 @@ Observer = Callable[[str, int, Context], list[dict]]
 """Called with (moment, call index, context sent) after each compaction and at the end."""
 
 COMPACTION_KINDS = frozenset({"summarize", "handoff"})
+BILLING_VERSION = 2
+"""How a replay bills its calls; part of every task key (bench.runner.task_key) so a change is never
+resumed from stale rows. 2: a summarizer call carries the request's fixed overhead."""
 
 
 @dataclass(frozen=True)
@@ -77,11 +80,19 @@ def replay(
     def bill_summary(request: SummaryRequest, summary: Summary) -> None:
         prompt_msg = Message.text_message("user", request.prompt)
         msgs = (*request.messages, prompt_msg)
-        if summary.billed:
+        if summary.billed:  # a real provider's usage of our own request: billed as it came
             read, write = summary.cache_read_tokens, summary.cache_write_tokens
             uncached, prefix_break = summary.input_tokens, False
         else:
-            split = summary_cache.request(msgs, meter.truth, session.now, stream="summarizer")
+            # The compaction request goes out with the agent's system prompt and tool schemas in
+            # front, as a normal turn does (Codex compact.rs: "normal base instructions"; Claude Code
+            # sends the conversation plus the compact prompt in one call; Cline condenses in a
+            # normal turn: strategies.md §3.3, §4.1, §2.5), so it is billed with the overhead and
+            # reads the agent's cached prefix. A strategy whose agent asks with its own short prompt
+            # says so with ``summary_overhead = False`` (OpenHands, aider: strategies.md §6.4, §7).
+            head = provider.head(meter.overhead) if getattr(strategy, "summary_overhead", True) else None
+            billed = (head, *msgs) if head is not None else msgs
+            split = summary_cache.request(billed, counter.truth, session.now, stream="summarizer")
             read, write, uncached, prefix_break = split.cache_read, split.cache_write, split.uncached, False
         prompt = read + write + uncached
         # A real provider response is billed as the model that answered it.
@@ -132,8 +143,8 @@ def replay(
         if provider.overhead_at(step.index) != meter.overhead:  # re-measured after a model switch
             meter = Meter(counter, strategy.estimator, provider.overhead_at(step.index))
             ctx, session.meter = ctx.with_meter(meter), meter
-        recorded_model = step.answer.meta.get("model") if config.recorded_models and step.answer else None
-        if recorded_model and recorded_model != "<synthetic>":
+        recorded_model = recorded_id(step.answer.meta.get("model")) if config.recorded_models and step.answer else None
+        if recorded_model:
             as_recorded = recorded_profile(recorded_model, step.answer.meta.get("context_window"))
             if as_recorded != model:
                 model = session.model = as_recorded

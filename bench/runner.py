@@ -19,6 +19,7 @@ import math
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +30,14 @@ import strategies
 from bench import __version__, executors, sources
 from bench.attribution import adopt_shipped, shipped_counts
 from bench.fidelity import usage_ratio
+from bench.ledger_check import ledger_rows
 from bench.metrics import by_strategy, finish_table
-from bench.pricing import RECORDED, add_prices, price_table, profile, profile_for
+from bench.pricing import RECORDED, UnknownModelError, add_prices, price_table, profile, profile_for
 from bench.records import SCHEMA_VERSION, TaskResult
-from bench.replay import ReplayConfig, replay
+from bench.replay import BILLING_VERSION, ReplayConfig, replay
 from bench.sources import trace_hash
 from bench.store import DETAIL, Store, TaskOutput, export, load_results, provenance, task_output, write_plan, write_run
+from bench.token_calibration import calibration_key
 from bench.tokens import TokenCounter, Tokenizer
 from traces.formats import ReadResult
 from traces.model import Trace
@@ -54,7 +57,10 @@ class RunConfig:
     Empty means the default synthetic scenarios."""
     strategies: tuple[str, ...] = ()
     """Strategy specs (``name`` or ``name@key=value``); empty means every registered strategy."""
-    model: str = "claude-sonnet-4-5"
+    model: str = RECORDED
+    """``recorded`` (the default): each trace windowed and priced as the model it recorded, per call,
+    and a trace that records none (synthetic ones) as bench.pricing.DEFAULT_MODEL; a model id forces
+    that model on every trace."""
     summarizer: str = "extractive"
     summarizer_model: str | None = None
     seed: int = 0
@@ -88,6 +94,14 @@ class RunConfig:
     """CSV/JSONL exports of the store: ``auto`` (runs up to CSV_AUTO_TASKS tasks), ``yes`` or ``no``."""
     max_cost: float | None = None
     """USD cap on what the run spends on a paid API (``--summarizer anthropic``); stops before crossing it."""
+    min_calls: int = 0
+    """Skip traces with fewer agent calls (bench.sources.TraceFilter; counted in run.json ``filtered``)."""
+    min_tokens: int = 0
+    """Skip traces of fewer tokens (cl100k, the whole session)."""
+    formats: tuple[str, ...] = ()
+    """Keep only traces read by these importers (``aider``, ``claude-code``, ..., ``synthetic``); empty: all."""
+    weight: str = "equal"
+    """Per-trace weight of the aggregate means, the verdict and the paired statistics (bench.verdict.WEIGHTS)."""
 
     @property
     def run_dir(self) -> Path:
@@ -179,15 +193,33 @@ def _check_types(spec: strategies.StrategySpec) -> None:
 
 
 def task_key(trace_sha: str, spec: strategies.StrategySpec, config: RunConfig) -> str:
+    from bench.derived_probes import VERSION as DERIVED_PROBES
+
     cls, _ = strategies.resolve(spec.name)
     material = json.dumps(
-        [SCHEMA_VERSION, __version__, trace_sha, spec.name, dict(spec.params), cls.version,
+        [SCHEMA_VERSION, __version__, DERIVED_PROBES, trace_sha, spec.name, dict(spec.params), cls.version,
          strategies.source_hash(cls), config.model,
          config.summarizer, config.summarizer_model, config.seconds_per_call, config.cache_ttl,
-         config.summarizer_options, config.probe, config.probe_model, config.truth],
+         config.summarizer_options, config.probe, config.probe_model, config.truth,
+         BILLING_VERSION, _prices_key(config.prices), calibration_key()],
         sort_keys=True, default=str,
     )
     return hashlib.sha256(material.encode()).hexdigest()[:24]
+
+
+@lru_cache(maxsize=8)
+def _prices_key(extra: tuple[str, ...]) -> str:
+    """The prices a run bills with: the bundled table's text and every ``--prices`` file's, hashed
+    (a corrected price is never resumed from rows billed at the old one)."""
+    from importlib import resources
+
+    h = hashlib.sha256(resources.files("bench").joinpath("data/prices.toml").read_bytes())
+    for path in extra:
+        try:
+            h.update(Path(path).read_bytes())
+        except OSError:
+            h.update(path.encode())  # unreadable: check() refuses it with a clear message
+    return h.hexdigest()[:16]
 
 
 def _asker(config: RunConfig, counter: TokenCounter | None = None) -> Any:
@@ -239,6 +271,7 @@ def run_task(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpec,
                         summarizer=summarizer, label=spec.label,
                         observers=_observers(trace, _asker(config, counter)))
         result.fidelity = _fidelity(trace, spec, result, counter)
+        result.ledger = ledger_rows(trace, result)  # our cache split beside the recorded one
         return result
     except Exception as e:  # noqa: BLE001 - recorded, never lost
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
@@ -254,14 +287,34 @@ def shared_counter(trace: Trace, counts: Any) -> TokenCounter:
 
 
 def run_job(job: executors.Job, config: RunConfig, window: int | None) -> list[TaskOutput]:
-    """A worker's job: some tasks of one trace, each flattened for the store (metrics included)."""
+    """A worker's job: some tasks of one trace, each flattened for the store (metrics included);
+    ``window`` None (``--model recorded``) means the trace's own model's."""
     counter = shared_counter(job.trace, job.counts)
+    if window is None:
+        window = _trace_window(config, job.trace)
     return [task_output(key, run_task(job.trace, counter, spec, config), window, config.detail)
             for key, spec in job.tasks]
 
 
 def _window(config: RunConfig) -> int | None:
+    """The run's window when one model is forced; None under ``recorded`` (each trace's own)."""
     return None if config.model == RECORDED else profile(config.model).context_window
+
+
+def _trace_window(config: RunConfig, trace: Trace) -> int | None:
+    """The window of the model a trace runs as (its first); None for an unknown model, whose
+    tasks record the error that names the price file to write."""
+    for path in config.prices:
+        add_prices(path)
+    try:
+        return profile_for(config.model, trace.model).context_window
+    except UnknownModelError:
+        return None
+
+
+def trace_filter(config: RunConfig) -> sources.TraceFilter:
+    """The run's ``--min-calls``, ``--min-tokens`` and ``--format`` (a bad value fails before any work)."""
+    return sources.TraceFilter.parse(config.min_calls, config.min_tokens, config.formats)
 
 
 def check(config: RunConfig) -> list[strategies.StrategySpec]:
@@ -284,6 +337,10 @@ def check(config: RunConfig) -> list[strategies.StrategySpec]:
     if config.max_cost is not None and config.max_cost < 0:
         raise ValueError(f"--max-cost must not be negative, not {config.max_cost}")
     sources.parse_shard(config.shard)
+    trace_filter(config)
+    from bench.verdict import check_weight
+
+    check_weight(config.weight)
     specs = strategy_specs(config)
     from bench.summarizers import build as build_summarizer
 
@@ -321,7 +378,7 @@ def plan_jobs(config: RunConfig, specs: list[strategies.StrategySpec], traces: I
         sha = trace_hash(trace)
         if not sources.in_shard(sha, shard):
             continue
-        counter = TokenCounter(tokenizer)  # per trace: the parent keeps no message of a finished trace
+        counter = sources.counter_for(trace, tokenizer)  # per trace (a --min-tokens filter's counts reused)
         counts = shipped_counts(trace, counter, model=config.model, truth=config.truth)
         planned.traces.append({"position": position, "id": trace.id, "agent": trace.agent, "model": trace.model,
                                "sha256": sha, "messages": len(trace.messages), "calls": trace.n_calls,
@@ -391,7 +448,7 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
     specs = check(config)
     notes = sources.StreamNotes()
     stream = sources.stream(trace_sources(config), seed=config.seed, seeds=config.seeds, lenient=config.lenient,
-                            notes=notes)
+                            notes=notes, filters=trace_filter(config))
     first = next(stream, None)
     if first is None:
         raise ValueError("no traces to replay in " + ", ".join(config.traces)
@@ -436,6 +493,7 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
                         "citation": strategies.resolve(s.name)[0].citation} for s in specs],
         "traces": [{k: v for k, v in t.items() if k != "position"}
                    for t in sorted(planned.traces, key=lambda t: t["position"])],
+        "filtered": {"filters": trace_filter(config).describe(), "kept": notes.kept, **notes.filtered},
         "pricing_table": price_table()[0],
         "tokenizer": Tokenizer().name,
         "provenance": provenance(),

@@ -5,17 +5,27 @@ read file by file, ``hf:`` sources row by row. Within a window of traces the lon
 shortest alternate, so a pool's workers stay busy together; ``--shard i/N`` keeps the traces whose
 content hash falls in shard i (the same split on every machine). Each trace keeps its position in
 the unsharded stream, so outputs are ordered the same whatever the shard or executor.
+
+Filters (``--min-calls``, ``--min-tokens``, ``--format``) drop traces here, before any task is
+planned, and count each dropped trace under the first filter it fails (``StreamNotes.filtered``):
+a filtered trace is never a silent drop. The tokens a ``--min-tokens`` filter counts are kept for the
+planner (``counter_for``), so a trace is still tokenized once.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from traces.formats import free_id
 from traces.model import Trace, TraceError
+
+if TYPE_CHECKING:
+    from bench.tokens import TokenCounter, Tokenizer
 
 WINDOW = 8
 """Traces reordered together (long, short, long, ...): enough to balance a pool, few to hold (a window of
@@ -28,6 +38,105 @@ class StreamNotes:
 
     notes: list[str] = field(default_factory=list)
     skipped: int = 0
+    filtered: dict[str, int] = field(default_factory=dict)
+    """Traces dropped by a filter, per filter (``format``, ``min_calls``, ``min_tokens``)."""
+    kept: int = 0
+    """Traces that passed the filters."""
+
+
+SYNTHETIC, HF = "synthetic", "hf"
+"""The format names of generated sessions and of ``hf:`` dataset rows (beside the importers' names)."""
+
+
+def format_names() -> tuple[str, ...]:
+    """Every name ``--format`` accepts: the importers' (traces.formats.READERS), ``hf`` and ``synthetic``."""
+    from traces.formats import READERS
+
+    return (*READERS, HF, SYNTHETIC)
+
+
+@dataclass(frozen=True)
+class TraceFilter:
+    """Which traces a run keeps: at least ``min_calls`` agent calls and ``min_tokens`` tokens (cl100k,
+    the whole session), read by one of ``formats`` (empty: any). The defaults keep every trace."""
+
+    min_calls: int = 0
+    min_tokens: int = 0
+    formats: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, value in (("--min-calls", self.min_calls), ("--min-tokens", self.min_tokens)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} takes a whole number of at least 0, not {value!r}")
+        known = format_names()
+        unknown = [f for f in self.formats if f not in known]
+        if unknown:
+            raise ValueError(f"--format {','.join(unknown)}: unknown format; known: {', '.join(known)}")
+
+    @classmethod
+    def parse(cls, min_calls: int = 0, min_tokens: int = 0, formats: Iterable[str] | str = ()) -> TraceFilter:
+        """From the command line's values (``--format a,b`` or repeated)."""
+        items = [formats] if isinstance(formats, str) else list(formats or ())
+        names = tuple(dict.fromkeys(n.strip() for item in items for n in str(item).split(",") if n.strip()))
+        return cls(min_calls or 0, min_tokens or 0, names)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.min_calls or self.min_tokens or self.formats)
+
+    def describe(self) -> str:
+        parts = ([f"--format {','.join(self.formats)}"] if self.formats else []) + \
+            ([f"--min-calls {self.min_calls}"] if self.min_calls else []) + \
+            ([f"--min-tokens {self.min_tokens}"] if self.min_tokens else [])
+        return " ".join(parts)
+
+    def reason(self, fmt: str, trace: Trace, tokenizer: Tokenizer | None = None) -> str | None:
+        """The first filter ``trace`` fails (cheapest first: format, calls, tokens), else None."""
+        if self.formats and fmt not in self.formats:
+            return "format"
+        if self.min_calls and trace.n_calls < self.min_calls:
+            return "min_calls"
+        if self.min_tokens and trace_tokens(trace, tokenizer) < self.min_tokens:
+            return "min_tokens"
+        return None
+
+
+def filtered_note(f: TraceFilter, notes: StreamNotes) -> str:
+    """``filtered out 484 of 518 traces: 480 below --min-calls 5, 4 not --format codex``."""
+    words = {"format": f"not --format {','.join(f.formats)}", "min_calls": f"below --min-calls {f.min_calls}",
+             "min_tokens": f"below --min-tokens {f.min_tokens:,}"}
+    dropped = sum(notes.filtered.values())
+    detail = ", ".join(f"{n} {words[k]}" for k, n in notes.filtered.items() if n)
+    return f"filtered out {dropped} of {dropped + notes.kept} traces" + (f": {detail}" if detail else "")
+
+
+_PRIMED: OrderedDict[int, tuple[Trace, TokenCounter]] = OrderedDict()
+_PRIMED_KEEP = 2 * WINDOW
+"""Counters of traces a ``--min-tokens`` filter counted, kept until the planner takes them (a window or
+two of traces stand between the filter and the planner)."""
+
+
+def trace_tokens(trace: Trace, tokenizer: Tokenizer | None = None) -> int:
+    """The session's tokens (cl100k truth, every message once); the counts are kept for ``counter_for``."""
+    counter = counter_for(trace, tokenizer, keep=True)
+    return sum(counter.counts(trace.messages))
+
+
+def counter_for(trace: Trace, tokenizer: Tokenizer | None = None, *, keep: bool = False) -> TokenCounter:
+    """A counter for ``trace``: the one a filter already filled (taken out of the cache), else a new one."""
+    from bench.tokens import TokenCounter
+
+    hit = _PRIMED.get(id(trace))
+    if hit is not None and hit[0] is trace:
+        if not keep:
+            del _PRIMED[id(trace)]
+        return hit[1]
+    counter = TokenCounter(tokenizer)
+    if keep:
+        _PRIMED[id(trace)] = (trace, counter)
+        while len(_PRIMED) > _PRIMED_KEEP:
+            _PRIMED.popitem(last=False)
+    return counter
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -45,26 +154,27 @@ def in_shard(trace_sha: str, shard: tuple[int, int] | None) -> bool:
     return shard is None or int(trace_sha[:12], 16) % shard[1] == shard[0]
 
 
-def _synthetic(scenario: str, first: int, count: int) -> Iterator[Trace]:
+def _synthetic(scenario: str, first: int, count: int) -> Iterator[tuple[str, Trace]]:
     from traces.synthetic import generate
 
     for seed in range(first, first + count):
         try:
-            yield generate(scenario, seed=seed)
+            yield SYNTHETIC, generate(scenario, seed=seed)
         except ValueError as e:
             raise TraceError(str(e), path=f"synthetic:{scenario}") from None
 
 
-def _files(source: str, lenient: bool, notes: StreamNotes) -> Iterator[Trace]:
+def _files(source: str, lenient: bool, notes: StreamNotes) -> Iterator[tuple[str, Trace]]:
     """A file, folder or glob read one file at a time (files in no known format inside a folder
     are passed over and counted in the notes, as ``traces.formats.load`` does)."""
-    from traces.formats import UnknownFormatError, expand, read_path
+    from traces.formats import UnknownFormatError, detect, expand, read_path
 
     in_folder = Path(source).is_dir()
     passed_over = []
     for path in expand([source]):
         try:
-            result = read_path(path, lenient=lenient)
+            fmt = detect(path)
+            result = read_path(path, lenient=lenient, fmt=fmt)
         except UnknownFormatError:
             if not in_folder:
                 raise
@@ -72,41 +182,61 @@ def _files(source: str, lenient: bool, notes: StreamNotes) -> Iterator[Trace]:
             continue
         notes.skipped += result.skipped
         notes.notes += result.notes
-        yield from result.traces
+        for trace in result.traces:
+            yield fmt, trace
     if passed_over:
         notes.notes.append(f"{source}: passed over {len(passed_over)} files in no known format: "
                            + ", ".join(passed_over[:10]) + (" …" if len(passed_over) > 10 else ""))
 
 
-def _hf(source: str, lenient: bool, notes: StreamNotes) -> Iterator[Trace]:
+def _hf(source: str, lenient: bool, notes: StreamNotes) -> Iterator[tuple[str, Trace]]:
     from traces.formats import hf
+    from traces.formats._common import Skips
 
     dataset, options = hf.parse_source(source)
-    result = hf.load(dataset, lenient=lenient, **options)
-    notes.skipped += result.skipped
-    notes.notes += result.notes
-    yield from result.traces
+    skips = Skips()
+    try:  # row by row (hf.CHUNK_ROWS materialised at once): a dataset is never held whole
+        for trace in hf.stream(dataset, lenient=lenient, skips=skips, **options):
+            notes.notes += hf.trace_notes(trace)
+            yield HF, trace
+    finally:
+        notes.skipped += skips.count
 
 
 def stream(sources: Iterable[str], *, seed: int = 0, seeds: int = 1, lenient: bool = False,
-           notes: StreamNotes | None = None) -> Iterator[Trace]:
-    """Every trace of the sources, lazily, with ids made unique as they come (``#2``, ``#3``…).
+           notes: StreamNotes | None = None, filters: TraceFilter | None = None) -> Iterator[Trace]:
+    """Every trace of the sources that passes ``filters``, lazily, with ids made unique as they come
+    (``#2``, ``#3``…; only kept traces take an id).
 
     Synthetic sources come first, then the others in the order given (as the runner always did).
+    When a filter is set, the count of traces each filter dropped is appended to ``notes.notes``
+    once the stream is exhausted (and is in ``notes.filtered`` as it goes).
     """
     notes = notes if notes is not None else StreamNotes()
+    filters = filters or TraceFilter()
+    tokenizer = None
+    if filters.min_tokens:
+        from bench.tokens import Tokenizer
+
+        tokenizer = Tokenizer()
     sources = list(sources)
     ordered = [s for s in sources if s.startswith("synthetic:")] + [s for s in sources
                                                                      if not s.startswith("synthetic:")]
     seen: set[str] = set()
     for source in ordered:
         if source.startswith("synthetic:"):
-            traces: Iterator[Trace] = _synthetic(source.removeprefix("synthetic:"), seed, seeds)
+            traces: Iterator[tuple[str, Trace]] = _synthetic(source.removeprefix("synthetic:"), seed, seeds)
         elif source.startswith("hf:"):
             traces = _hf(source, lenient, notes)
         else:
             traces = _files(source, lenient, notes)
-        for t in traces:
+        for fmt, t in traces:
+            reason = filters.reason(fmt, t, tokenizer) if filters.active else None
+            if reason is not None:
+                notes.filtered[reason] = notes.filtered.get(reason, 0) + 1
+                counter_for(t)  # drop the counts a min-tokens check kept: the planner never sees it
+                continue
+            notes.kept += 1
             if t.id in seen:
                 new_id = free_id(t.id, seen)
                 notes.notes.append(f"trace id {t.id!r} occurs again in {t.source or 'another source'}: "
@@ -114,6 +244,8 @@ def stream(sources: Iterable[str], *, seed: int = 0, seeds: int = 1, lenient: bo
                 t = replace(t, id=new_id)
             seen.add(t.id)
             yield t
+    if filters.active:
+        notes.notes.append(filtered_note(filters, notes))
 
 
 def interleave(items: Iterable[tuple[int, Trace]], window: int = WINDOW) -> Iterator[tuple[int, Trace]]:

@@ -4,6 +4,10 @@ Never a bare mean (style.md §9): distributions get p50/p90/p99/p99.9 *with n*; 
 two strategies pairs them on the same traces and reports the mean difference with a paired
 bootstrap 95% interval (the Complexity Trap's method, evaluation.md §A1: nonparametric, paired,
 B=10,000 in the paper), and says "not significant" when the interval holds zero.
+
+Weights: a pair (a trace) may carry a weight (``--weight calls|tokens``, bench.verdict.trace_weights);
+the mean difference is then the weighted mean, and each bootstrap resample takes the weighted mean
+of the pairs it drew, so a few long sessions count as much as their size says and no more.
 """
 
 from __future__ import annotations
@@ -107,11 +111,23 @@ class PairedComparison:
 
 
 def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,
-                     resamples: int = DEFAULT_B, seed: int = 0, confidence: float = 0.95) -> PairedComparison:
-    """Paired nonparametric bootstrap of mean(b − a): resample the pairs, take percentile bounds."""
+                     resamples: int = DEFAULT_B, seed: int = 0, confidence: float = 0.95,
+                     weights: Sequence[float] | np.ndarray | None = None) -> PairedComparison:
+    """Paired nonparametric bootstrap of mean(b − a): resample the pairs, take percentile bounds.
+
+    ``weights`` (one per pair, positive) make every mean a weighted mean, in the estimate and in
+    each resample; None is equal weight (the plain mean).
+    """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"paired samples differ in length: {x.size} vs {y.size}")
+    w = np.ones_like(x) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != x.shape:
+        raise ValueError(f"weights differ in length from the pairs: {w.size} vs {x.size}")
+    if w.size and (not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0):
+        raise ValueError("pair weights must be finite, non-negative and not all zero")
+    if weights is not None:  # a pair of zero weight does not count, in the estimate or in any resample
+        x, y, w = x[w > 0], y[w > 0], w[w > 0]
     n = x.size
     if n == 0:
         nan = float("nan")
@@ -124,18 +140,24 @@ def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nd
     for start in range(0, resamples, 1_000):  # chunks keep memory flat for long traces lists
         stop = min(resamples, start + 1_000)
         idx = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = d[idx].mean(axis=1)
+        if weights is None:
+            means[start:stop] = d[idx].mean(axis=1)
+        else:
+            means[start:stop] = (w[idx] * d[idx]).sum(axis=1) / w[idx].sum(axis=1)
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
-    return PairedComparison(n, float(x.mean()), float(y.mean()), float(d.mean()), float(low), float(high), resamples)
+    return PairedComparison(n, float(np.average(x, weights=w)), float(np.average(y, weights=w)),
+                            float(np.average(d, weights=w)), float(low), float(high), resamples)
 
 
 def compare_to_baseline(table: pd.DataFrame, metric: str, *, baseline: str = "none",
-                        resamples: int = DEFAULT_B, seed: int = 0) -> pd.DataFrame:
+                        resamples: int = DEFAULT_B, seed: int = 0,
+                        weights: pd.Series | None = None) -> pd.DataFrame:
     """Each strategy against ``baseline`` on ``metric``, paired by trace.
 
     ``table`` has one row per (trace, strategy) (bench.metrics.results_table). Traces where
     either side is missing (or NaN) are left out of that pair, and n says how many remained.
+    ``weights`` (indexed by trace) weight the means (None: equal weight per trace).
     """
     cols = ["strategy", "baseline", "metric", "n", "mean_baseline", "mean_strategy", "mean_diff",
             "ci_low", "ci_high", "ratio", "verdict"]
@@ -147,7 +169,8 @@ def compare_to_baseline(table: pd.DataFrame, metric: str, *, baseline: str = "no
         if strategy == baseline:
             continue
         pair = wide[[baseline, strategy]].dropna()
-        c = paired_bootstrap(pair[baseline], pair[strategy], resamples=resamples, seed=seed)
+        w = None if weights is None else weights.reindex(pair.index).fillna(0.0).to_numpy(dtype=float)
+        c = paired_bootstrap(pair[baseline], pair[strategy], resamples=resamples, seed=seed, weights=w)
         base_total = pair[baseline].sum()
         rows.append({"strategy": strategy, "baseline": baseline, "metric": metric, "n": c.n,
                      "mean_baseline": c.mean_a, "mean_strategy": c.mean_b, "mean_diff": c.mean_diff,

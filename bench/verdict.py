@@ -6,11 +6,13 @@ a goal (``min-cost`` or ``max-retention``, or ``min-<metric>`` / ``max-<metric>`
 (``overflows=0``, ``retention>=0.75``, ``retention>=none-0.05``, ``cost<=1.5``). The default is the
 cheapest strategy with zero overflows whose needle retention is within 5 points of ``none``.
 
-Aggregation, stated once: every metric is the mean over traces with equal weight per trace, except
-``overflows``, the total of overflowing calls. Tasks that ended in a harness error are never ranked:
-a strategy with any errored task is infeasible. ``overflows=0`` is implied unless the objective
-constrains ``overflows`` itself. The runner-up is compared with the winner by a paired bootstrap on
-the goal's metric over the traces both ran (bench.stats).
+Aggregation, stated once: every metric is the mean over traces with equal weight per trace (the
+default; ``--weight calls`` or ``tokens`` weighs each trace by its agent calls or its size in
+tokens, ``trace_weights``), except the counts (``overflows``, ...), which are totals. Tasks that
+ended in a harness error are never ranked: a strategy with any errored task is infeasible.
+``overflows=0`` is implied unless the objective constrains ``overflows`` itself. The runner-up is
+compared with the winner by a paired bootstrap on the goal's metric over the traces both ran
+(bench.stats), with the same per-trace weights.
 """
 
 from __future__ import annotations
@@ -39,6 +41,49 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 _CONSTRAINT = re.compile(r"^\s*([a-z_]+)\s*(<=|>=|==|=|<|>)\s*(.+?)\s*$")
 _GOAL = re.compile(r"^\s*(min|max)-([a-z_]+)\s*$")
 _ALIASES = {"default": DEFAULT_OBJECTIVE}
+WEIGHTS = {
+    "equal": "equal weight per trace",
+    "calls": "each trace weighted by its agent calls",
+    "tokens": "each trace weighted by its size in tokens (the largest context any strategy sent for it)",
+}
+"""``--weight``: how traces count in the means, the verdict and the paired statistics."""
+WEIGHT_HELP = ("how traces count in the means, the verdict and the paired comparisons: equal (default: every "
+               "trace the same, so hundreds of tiny chats outweigh a few long sessions), calls (by agent calls) "
+               "or tokens (by the session's size in tokens)")
+
+
+def check_weight(weight: str | None) -> str:
+    """``--weight``'s value, or a clear error."""
+    w = weight or "equal"
+    if w not in WEIGHTS:
+        raise ValueError(f"--weight {w!r}: expected one of {', '.join(WEIGHTS)}")
+    return w
+
+
+def weighting_text(weight: str | None) -> str:
+    """The verdict's and the report's statement of how the numbers were aggregated."""
+    return f"{WEIGHTS[check_weight(weight)]}: means over traces, overflows summed"
+
+
+def trace_weights(results: pd.DataFrame, weight: str | None = "equal") -> pd.Series:
+    """One weight per trace (indexed by trace id) under ``weight``.
+
+    A trace's calls are the most agent calls any strategy replayed for it (every strategy replays
+    the whole session); its tokens are the largest context any strategy sent for it (``none``'s
+    last prompt: the whole session). Both are properties of the trace, the same for every strategy,
+    so paired comparisons stay paired. Errored tasks (no numbers) are left out; a trace none
+    finished weighs 0.
+    """
+    w = check_weight(weight)
+    traces = pd.Index(pd.unique(results.trace), name="trace") if len(results) else pd.Index([], name="trace")
+    if w == "equal":
+        return pd.Series(1.0, index=traces)
+    ok = results[results.get("error", pd.Series("", index=results.index)).fillna("").astype(str) == ""]
+    column = {"calls": "calls", "tokens": "peak_context"}[w]
+    if column not in ok:
+        raise ValueError(f"--weight {w}: the results have no {column} column to weigh traces by")
+    size = pd.to_numeric(ok[column], errors="coerce").groupby(ok.trace).max()
+    return size.reindex(traces).fillna(0.0).clip(lower=0.0).astype(float)
 
 
 class ObjectiveError(ValueError):
@@ -152,14 +197,15 @@ def with_params(results: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def aggregate(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per strategy: mean per trace (equal weight), totals for counts, errored tasks counted."""
+def aggregate(results: pd.DataFrame, weight: str | None = "equal") -> pd.DataFrame:
+    """One row per strategy: mean per trace (``weight``: equal by default), totals for counts, errored
+    tasks counted."""
     rows = results.assign(error=results.get("error", pd.Series("", index=results.index)).fillna("").astype(str))
     ok = rows[rows.error == ""]
     numeric = [c for c in ok.columns if c not in ("trace", "strategy", "failed", "error")
                and pd.api.types.is_numeric_dtype(ok[c]) and not pd.api.types.is_bool_dtype(ok[c])]
     g = ok.groupby("strategy")
-    out = g[numeric].mean()
+    out = g[numeric].mean() if check_weight(weight) == "equal" else _weighted_means(ok, numeric, weight)
     for c in COUNTED:
         if c in out:
             out[c] = g[c].sum()
@@ -169,6 +215,16 @@ def aggregate(results: pd.DataFrame) -> pd.DataFrame:
     out["errors"] = errors
     out["traces"] = out.traces.fillna(0).astype(int)
     return out.reset_index()
+
+
+def _weighted_means(ok: pd.DataFrame, numeric: Sequence[str], weight: str | None) -> pd.DataFrame:
+    """Per strategy, Σ w·x / Σ w over the traces where x is measured (NaN where their weights sum to 0)."""
+    w = ok.trace.map(trace_weights(ok, weight)).astype(float)
+    values = ok[list(numeric)].apply(pd.to_numeric, errors="coerce").astype(float)
+    have = values.notna()
+    num = values.fillna(0.0).mul(w, axis=0).groupby(ok.strategy).sum()
+    den = have.mul(w, axis=0).groupby(ok.strategy).sum()
+    return num / den.where(den > 0)
 
 
 @dataclass(frozen=True)
@@ -240,10 +296,12 @@ def _check(c: Constraint, value: float, base: float | None) -> str | None:
 
 
 def decide(results: pd.DataFrame, objective: str | Objective | None = None, *, resamples: int = stats.DEFAULT_B,
-           seed: int = 0) -> Verdict:
-    """The recommended strategy under ``objective``, why, and the runner-up with a paired bootstrap."""
+           seed: int = 0, weight: str | None = "equal") -> Verdict:
+    """The recommended strategy under ``objective``, why, and the runner-up with a paired bootstrap
+    (means and the bootstrap weighted per trace by ``weight``)."""
     obj = objective if isinstance(objective, Objective) else parse_objective(objective)
-    agg = aggregate(results) if len(results) else pd.DataFrame(columns=["strategy", "errors"])
+    weighting = weighting_text(weight)
+    agg = aggregate(results, weight) if len(results) else pd.DataFrame(columns=["strategy", "errors"])
     notes: list[str] = []
     strict = obj.text not in _ALIASES  # the default's retention clause simply lapses in a run without probes
     for name in sorted({obj.goal, *(c.metric for c in obj.constraints if strict)}):
@@ -291,7 +349,8 @@ def decide(results: pd.DataFrame, objective: str | Objective | None = None, *, r
         sentence = f"No strategy meets the objective ({words})."
         if closest is not None:
             sentence += f" Closest: {closest.strategy} ({'; '.join(closest.reasons)})."
-        return Verdict(obj.text, obj.goal_text, None, None, sentence, (), None, tuple(candidates), tuple(notes))
+        return Verdict(obj.text, obj.goal_text, None, None, sentence, (), None, tuple(candidates), tuple(notes),
+                       weighting)
     best = feasible[0]
     better = [c for c in ordered if not c.feasible and np.isfinite(c.goal_value) and rank(c) < rank(best)]
     binding = _binding(better, constraints)
@@ -313,7 +372,7 @@ def decide(results: pd.DataFrame, objective: str | Objective | None = None, *, r
     comparison = None
     runner = feasible[1] if len(feasible) > 1 else None
     if runner is not None:
-        c = paired(results, best.strategy, runner.strategy, obj.goal, resamples=resamples, seed=seed)
+        c = paired(results, best.strategy, runner.strategy, obj.goal, resamples=resamples, seed=seed, weight=weight)
         comparison = {"a": best.strategy, "b": runner.strategy, "metric": obj.goal, **asdict(c),
                       "significant": c.significant, "verdict": c.verdict}
         sentence += (f". Runner-up: {runner.strategy} ({_per_trace(obj.goal, runner.goal_value)}), "
@@ -321,7 +380,7 @@ def decide(results: pd.DataFrame, objective: str | Objective | None = None, *, r
     else:
         sentence += ". No runner-up: nothing else meets the objective."
     return Verdict(obj.text, obj.goal_text, best.strategy, runner.strategy if runner else None, sentence,
-                   binding, comparison, tuple(candidates), tuple(notes))
+                   binding, comparison, tuple(candidates), tuple(notes), weighting)
 
 
 def _binding(better: Sequence[Candidate], constraints: Sequence[tuple[Constraint, float | None]]) -> tuple[str, ...]:
@@ -344,14 +403,20 @@ def _per_trace(metric: str, v: float) -> str:
 
 
 def paired(results: pd.DataFrame, a: str, b: str, metric: str = "cost", *, resamples: int = stats.DEFAULT_B,
-           seed: int = 0) -> stats.PairedComparison:
-    """Paired bootstrap of mean(b − a) on ``metric`` over the traces both finished without error."""
+           seed: int = 0, weight: str | None = "equal") -> stats.PairedComparison:
+    """Paired bootstrap of mean(b − a) on ``metric`` over the traces both finished without error
+    (``weight``: how each trace counts, ``trace_weights``)."""
     ok = results[results.get("error", pd.Series("", index=results.index)).fillna("").astype(str) == ""]
     wide = ok.pivot_table(index="trace", columns="strategy", values=metric, aggfunc="first")
     if a not in wide or b not in wide:
         return stats.paired_bootstrap([], [], resamples=resamples, seed=seed)
     pair = wide[[a, b]].dropna()
-    return stats.paired_bootstrap(pair[a], pair[b], resamples=resamples, seed=seed)
+    w = None
+    if check_weight(weight) != "equal":
+        w = trace_weights(results, weight).reindex(pair.index).fillna(0.0)
+        pair, w = pair[w > 0], w[w > 0]  # a trace of zero weight does not count
+    return stats.paired_bootstrap(pair[a], pair[b], resamples=resamples, seed=seed,
+                                  weights=None if w is None else w.to_numpy())
 
 
 def describe_pair(c: stats.PairedComparison, metric: str, b: str, a: str) -> str:
@@ -379,7 +444,7 @@ def _signed(metric: str) -> Callable[[float], str]:
 
 
 def neighbours(results: pd.DataFrame, metric: str = "cost", *, resamples: int = stats.DEFAULT_B,
-               seed: int = 0) -> pd.DataFrame:
+               seed: int = 0, weight: str | None = "equal") -> pd.DataFrame:
     """Paired comparisons between neighbouring settings of every one-parameter sweep in ``results``.
 
     A family run at two or more settings that differ in exactly one numeric parameter is ordered
@@ -390,7 +455,7 @@ def neighbours(results: pd.DataFrame, metric: str = "cost", *, resamples: int = 
     rows = []
     for family, key, members in sweep_members(results):
         for (va, a), (vb, b) in zip(members, members[1:], strict=False):
-            c = paired(results, a, b, metric, resamples=resamples, seed=seed)
+            c = paired(results, a, b, metric, resamples=resamples, seed=seed, weight=weight)
             rows.append({"family": family, "parameter": key, "a": a, "b": b, "value_a": va, "value_b": vb,
                          "metric": metric, "n": c.n, "mean_diff": c.mean_diff, "ci_low": c.ci_low,
                          "ci_high": c.ci_high, "verdict": c.verdict,

@@ -11,7 +11,8 @@ the verdict (what to ship under an objective).
     cb.compare(result.table, "codex@limit_fraction=0.5", "codex@limit_fraction=0.7")
 
 Keyword options are the command line's (``model``, ``workers``, ``summarizer``, ``seeds``, ``name``,
-``out``, ...: every field of ``bench.runner.RunConfig``). A script needs no
+``out``, ...: every field of ``bench.runner.RunConfig``); ``model`` defaults to ``"recorded"`` as on the
+command line: each trace as the model it recorded, a synthetic one as claude-sonnet-4-5. A script needs no
 ``if __name__ == "__main__":`` guard: while a run's worker processes start, the script is hidden from
 them (they would otherwise re-run it and the pool would wait forever), and a strategy class defined
 in the script itself runs in this process.
@@ -81,6 +82,10 @@ def run(traces: Iterable[str] | str = (), strategies: Iterable[Any] | str = (), 
         progress: bool = False, report: bool = False, **options: Any) -> Result:
     """Replay ``traces`` through ``strategies`` into ``out/<name>/`` and decide under ``objective``.
 
+    Trace filters are keywords too: ``min_calls=5``, ``min_tokens=20_000``, ``formats=["claude-code"]``
+    (dropped traces are counted in run.json ``filtered``); ``weight="calls"`` or ``"tokens"`` weighs each
+    trace in ``summary`` and the verdict (default ``"equal"``: every trace the same).
+
     ``report=True`` also renders report.html (as the CLI does unless ``--no-report``).
     """
     from bench import runner
@@ -98,7 +103,7 @@ def run(traces: Iterable[str] | str = (), strategies: Iterable[Any] | str = (), 
                               strategies=tuple(s for s, _ in specs), **options)
     with contextlib.nullcontext() if config.executor == "local" else _script_hidden_from_workers():
         output = runner.run(config, progress=progress)
-    verdict = bv.decide(output.table, objective)
+    verdict = bv.decide(output.table, objective, weight=config.weight)
     if report:
         from reports import render
 
@@ -107,11 +112,12 @@ def run(traces: Iterable[str] | str = (), strategies: Iterable[Any] | str = (), 
         from bench.store import atomic_write
 
         atomic_write(output.run_dir / "verdict.json", verdict.to_json() + "\n")
-    return Result(output.run_dir, bv.with_params(output.table), bv.aggregate(output.table), verdict)
+    return Result(output.run_dir, bv.with_params(output.table), bv.aggregate(output.table, config.weight), verdict)
 
 
-def load(run_dir: str | Path, *, objective: str | None = None) -> Result:
-    """A finished run folder's tables and its verdict under ``objective`` (nothing is replayed)."""
+def load(run_dir: str | Path, *, objective: str | None = None, weight: str | None = None) -> Result:
+    """A finished run folder's tables and its verdict under ``objective`` (nothing is replayed);
+    ``weight`` (``equal``, ``calls``, ``tokens``) defaults to the run's own ``--weight``."""
     from bench import verdict as bv
 
     run_dir = Path(run_dir)
@@ -123,16 +129,25 @@ def load(run_dir: str | Path, *, objective: str | None = None) -> Result:
         table = load_results(run_dir)
     except (ImportError, OSError, ValueError):
         table = pd.read_csv(run_dir / "results.csv")
-    return Result(run_dir, bv.with_params(table), bv.aggregate(table), bv.decide(table, objective))
+    if weight is None:
+        import json
+
+        try:
+            weight = (json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("config") or {}).get("weight")
+        except ValueError:
+            weight = None
+    weight = bv.check_weight(weight)
+    return Result(run_dir, bv.with_params(table), bv.aggregate(table, weight),
+                  bv.decide(table, objective, weight=weight))
 
 
 def compare(results: Result | pd.DataFrame | str | Path, a: str, b: str, metric: str = "cost", *,
-            resamples: int = 10_000) -> dict[str, Any]:
+            resamples: int = 10_000, weight: str = "equal") -> dict[str, Any]:
     """``b − a`` on ``metric``, paired over the traces both finished: mean, 95% CI, significance, text."""
     from bench import verdict as bv
 
     table = results.table if isinstance(results, Result) else results if isinstance(results, pd.DataFrame) \
         else load(results).table
-    c = bv.paired(table, a, b, metric, resamples=resamples)
+    c = bv.paired(table, a, b, metric, resamples=resamples, weight=weight)
     return {"a": a, "b": b, "metric": metric, "n": c.n, "mean_diff": c.mean_diff, "ci_low": c.ci_low,
             "ci_high": c.ci_high, "significant": c.significant, "text": f"{b}: {bv.describe_pair(c, metric, b, a)}"}

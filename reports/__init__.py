@@ -23,7 +23,20 @@ import pandas as pd
 
 from bench import stats
 from bench import verdict as bv
-from reports import charts, compactions, decision, listings, score_charts, scoring, sections, sweep_charts, tables
+from reports import (
+    callstats,
+    charts,
+    compactions,
+    decision,
+    listings,
+    score_charts,
+    scoring,
+    sections,
+    sweep_charts,
+    tables,
+)
+from reports.callstats import CallStats
+from reports.ledger import ledger_html
 
 __all__ = ["RunData", "load", "render"]
 
@@ -40,11 +53,12 @@ LIMITATION = (
 
 @dataclass(frozen=True)
 class RunData:
-    """The tables of one run folder, as written by the runner."""
+    """The tables of one run folder, as written by the runner. The calls are never loaded whole:
+    ``calls`` holds their per-task sums, read in bounded batches (``reports.callstats``)."""
 
     name: str
     results: pd.DataFrame
-    calls: pd.DataFrame
+    calls: CallStats
     events: pd.DataFrame
     summaries: pd.DataFrame
     probes: pd.DataFrame | None
@@ -67,7 +81,7 @@ def load(run_dir: Path) -> RunData:
     return RunData(
         name=str(info.get("config", {}).get("name") or run_dir.name),
         results=pd.read_csv(run_dir / "results.csv", keep_default_na=True),
-        calls=load_table(run_dir, "calls"),
+        calls=callstats.read(run_dir, scoring.window(info)),
         events=load_table(run_dir, "events"),
         summaries=load_table(run_dir, "summaries"),
         probes=load_table(run_dir, "probes") if has_table(run_dir, "probes") else None,
@@ -117,14 +131,15 @@ def score(run: RunData, rows: pd.DataFrame, totals: pd.DataFrame) -> Scores:
     retention = scoring.retention_overall(probes) if has_probes else pd.DataFrame()
     gaps = scoring.trigger_points(run.events, win) if win else pd.DataFrame()
     return Scores(
-        comparisons=scoring.comparisons(rows, resamples=b), resamples=b, retention=retention,
+        comparisons=scoring.comparisons(rows, resamples=b, weighting=scoring.weight(run.info)), resamples=b,
+        retention=retention,
         cliffs=scoring.cliff_table(probes) if has_probes else pd.DataFrame(),
         ages=probes,
         sizes=stats.summary_sizes(run.summaries) if "tokens" in run.summaries else pd.DataFrame(),
-        cost=scoring.cost_truth(run.calls), window=win,
+        cost=callstats.cost_truth(run.calls), window=win,
         gaps=gaps,
-        estimator=scoring.estimator(gaps, run.calls, win) if win else pd.DataFrame(),
-        hidden=scoring.hidden_overflow_calls(run.calls, win) if win else pd.DataFrame(),
+        estimator=callstats.estimator(gaps, run.calls, win) if win else pd.DataFrame(),
+        hidden=run.calls.hidden if win else pd.DataFrame(),
         fidelity=scoring.fidelity(run.fidelity, rows),
         sweeps=scoring.sweeps(run.info, totals),
     )
@@ -142,8 +157,8 @@ def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFram
     out: dict[str, list[tuple[Path, str]]] = {key: [] for key in ("results", "sweeps", "compare", "retention",
                                                                   "cost", "summaries", "estimator")}
     out["results"] += [
-        (charts.context_over_calls(run.calls, trace, shown, colors, run_dir / "context_over_calls.png",
-                                   window=s.window),
+        (charts.context_over_calls(callstats.trace_calls(run.calls, trace), trace, shown, colors,
+                                   run_dir / "context_over_calls.png", window=s.window),
          f"Prompt tokens sent at each agent call of trace <code>{html.escape(trace)}</code>: each drop is a "
          f"compaction. {len(shown)} of {len(order)} strategies shown"
          + ("." if sawtooth else ": <code>none</code> and the cheapest on this trace.")),
@@ -307,9 +322,9 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
     run_dir = Path(run_dir)
     run = load(run_dir)
     rows = tables.trace_rows(run.results, run.calls)
-    totals = tables.strategy_totals(rows, run.calls)
+    totals = scoring.weighted_totals(tables.strategy_totals(rows, run.calls), rows, scoring.weight(run.info))
     order = totals.strategy.tolist()
-    verdict = bv.decide(rows, objective, resamples=scoring.resamples(run.info))
+    verdict = bv.decide(rows, objective, resamples=scoring.resamples(run.info), weight=scoring.weight(run.info))
     decision.write(run_dir, verdict)
     s = score(run, rows, totals)
     figures = _charts(run, run_dir, rows, totals, s, trace, sawtooth, verdict.recommended)
@@ -325,22 +340,22 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
         "run_name": html.escape(run.name),
         "verdict": decision.verdict_html(verdict),
         "subtitle": html.escape(f"{rows.trace.nunique()} traces × {len(totals)} strategies, "
-                                f"{int((run.calls.kind == 'agent').sum()):,} agent calls replayed"),
+                                f"{run.calls.agent_calls:,} agent calls replayed"),
         "headline": "".join(f"<li>{line}</li>" for line in [*headline, *([significance] if significance else [])]),
         "limitation": html.escape(LIMITATION + _tokenizer_note(run.info)),
         "summary_table": tables.table_html(totals, keys=tables.SUMMARY_COLUMNS, links=compactions.write(
             run_dir, order, run.events, run.summaries, run.probes)),
         "results_charts": _figures(figures["results"]),
         "sweeps": sections.sweeps_html(s.sweeps, _figures(figures["sweeps"])
-                                       + decision.neighbours_html(rows, stats.DEFAULT_B)),
+                                       + decision.neighbours_html(rows, stats.DEFAULT_B, scoring.weight(run.info))),
         "comparisons": sections.comparisons_html(s.comparisons, order, s.resamples) + _figures(figures["compare"])
-        + decision.pair_table(rows, order, "cost", stats.DEFAULT_B),
+        + decision.pair_table(rows, order, "cost", stats.DEFAULT_B, scoring.weight(run.info)),
         "retention": _retention(s, order, run.probes is not None) + _figures(figures["retention"]),
         "cost_truth": sections.cost_html(s.cost, order) + _figures(figures["cost"]),
         "summary_sizes": sections.summary_sizes_html(s.sizes, order, stats.SUMMARY_RESERVE)
         + _figures(figures["summaries"]),
         "estimator": sections.estimator_html(s.estimator, s.hidden, order, s.window) + _figures(figures["estimator"]),
-        "fidelity": sections.fidelity_html(s.fidelity),
+        "fidelity": sections.fidelity_html(s.fidelity) + ledger_html(run_dir),
         "events_table": listings.events_html(run.events, order),
         "per_trace": per_trace,
         "failures": listings.failures_html(rows),

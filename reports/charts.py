@@ -9,8 +9,10 @@ changes no global matplotlib state of the caller.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -18,8 +20,10 @@ import numpy as np
 import pandas as pd
 from matplotlib import patches, ticker
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
+from matplotlib.text import Annotation, Text
 
 SIZE_INCHES = (10.0, 6.0)
 DPI = 100
@@ -40,26 +44,92 @@ STYLE = {
 }
 
 
-def palette(strategies: Sequence[str]) -> dict[str, str]:
-    """One colour per strategy, the same in every chart; the baseline is always dark grey."""
-    others = [s for s in strategies if s != BASELINE]
-    if len(others) <= 10:
-        hues = [matplotlib.colormaps["tab10"](i) for i in range(10)]
-    else:  # the dark shade of every hue first: tab20 pairs a dark and a light shade of each
-        tab20 = matplotlib.colormaps["tab20"]
-        hues = [tab20(i) for i in (*range(0, 20, 2), *range(1, 20, 2))]
-    hues = [h for h in hues if to_hex(h) != "#7f7f7f"]  # tab10 grey would read as the baseline
-    colors = {s: to_hex(hues[i % len(hues)]) for i, s in enumerate(others)}
-    return {BASELINE: BASELINE_COLOR, **colors}
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p")
+LINESTYLES = ("-", "--", "-.", ":")
+SHADES = (0.0, 0.45, -0.35, 0.2, -0.55, 0.6)
+"""Lightness steps of a family's hue for its variants: >0 towards white, <0 towards black."""
+
+
+@dataclass(frozen=True)
+class Style:
+    """How one strategy is drawn: colour for every chart, marker and line style where lines or
+    points share an axis, so that no two series look alike even when colours run short."""
+
+    color: str
+    marker: str
+    linestyle: str
+
+
+def family(strategy: str) -> str:
+    """The agent a strategy belongs to: its name before a variant (``:``) or settings (``@``)."""
+    return re.split(r"[:@]", strategy, maxsplit=1)[0]
+
+
+def styles(strategies: Sequence[str]) -> dict[str, Style]:
+    """A distinct (colour, marker, line style) per strategy, the same whatever order it is given in.
+
+    One hue per family (tab10 without its grey, then tab20's light shades once the families
+    outnumber those), a lighter or darker shade of it per variant (in name order), a line style per
+    variant and a marker per family (two families of like hue still differ); ``none`` is always
+    dark grey, dashed, a diamond. Where a colour repeats (more than 18 families, or more than six
+    variants of one), the marker and line style still tell the series apart: the triple is unique.
+    """
+    names = sorted(dict.fromkeys(strategies))
+    tab10 = [h for h in (matplotlib.colormaps["tab10"](i) for i in range(10)) if to_hex(h) != "#7f7f7f"]
+    tab20 = matplotlib.colormaps["tab20"]
+    hues = [*tab10, *(h for h in (tab20(i) for i in range(1, 20, 2)) if to_hex(h) != "#c7c7c7")]
+    families = list(dict.fromkeys(family(s) for s in names if s != BASELINE))
+    out: dict[str, Style] = {}
+    used: set[tuple[str, str, str]] = {(BASELINE_COLOR, "D", "--")}
+    for fi, fam in enumerate(families):
+        base = np.array(hues[fi % len(hues)][:3])
+        variants = [s for s in names if s != BASELINE and family(s) == fam]
+        for vi, s in enumerate(variants):
+            shade = SHADES[vi % len(SHADES)]
+            rgb = base + (1 - base) * shade if shade >= 0 else base * (1 + shade)
+            color = to_hex(np.clip(rgb, 0, 1))
+            ls = LINESTYLES[vi % len(LINESTYLES)]
+            marker = MARKERS[(fi + vi // len(SHADES)) % len(MARKERS)]
+            k = 0
+            while (color, marker, ls) in used:  # a repeat: the next marker (then line style) still free
+                k += 1
+                marker = MARKERS[(MARKERS.index(marker) + 1) % len(MARKERS)]
+                ls = LINESTYLES[(LINESTYLES.index(ls) + k // len(MARKERS)) % len(LINESTYLES)]
+            used.add((color, marker, ls))
+            out[s] = Style(color, marker, ls)
+    if BASELINE in names:
+        out[BASELINE] = Style(BASELINE_COLOR, "D", "--")
+    return out
+
+
+class Palette(dict[str, str]):
+    """Strategy → colour (what bar charts need), keeping each strategy's full ``Style``."""
+
+    def __init__(self, styles: Mapping[str, Style]) -> None:
+        super().__init__({s: st.color for s, st in styles.items()})
+        self.styles = dict(styles)
+
+
+def style_of(colors: Mapping[str, str], strategy: str) -> Style:
+    """The strategy's style from a ``Palette``; a plain colour mapping gives circles and solid lines."""
+    found = getattr(colors, "styles", {}).get(strategy)
+    return found or Style(colors.get(strategy, "#333333"), "o", "-")
+
+
+def palette(strategies: Sequence[str]) -> Palette:
+    """One style per strategy, the same in every chart of a run; the baseline is always dark grey."""
+    return Palette(styles(strategies))
 
 
 @contextmanager
-def _figure(path: Path) -> Iterator[tuple[Figure, Axes]]:
+def _figure(path: Path, rect: tuple[float, float, float, float] | None = None) -> Iterator[tuple[Figure, Axes]]:
+    """A chart's figure, laid out (within ``rect``, figure fractions, when a footer needs room) and saved."""
     with matplotlib.rc_context(STYLE):
         fig = Figure(figsize=SIZE_INCHES, dpi=DPI)
+        FigureCanvasAgg(fig)  # a renderer to measure text with (label placement), as savefig uses
         ax = fig.add_subplot()
         yield fig, ax
-        fig.tight_layout()
+        fig.tight_layout(rect=rect)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None})
         tmp.replace(path)
@@ -93,9 +163,9 @@ def context_over_calls(calls: pd.DataFrame, trace: str, strategies: Sequence[str
             if r.empty:
                 continue
             base = s == BASELINE
-            ax.plot(r.call, r.prompt_tokens, color=colors[s], label=s, lw=2.2 if base else 1.4,
-                    ls="--" if base else "-", zorder=3 if base else 2, marker="o" if len(r) <= 40 else None,
-                    markersize=3.5)
+            st = style_of(colors, s)
+            ax.plot(r.call, r.prompt_tokens, color=st.color, label=s, lw=2.2 if base else 1.4, ls=st.linestyle,
+                    zorder=3 if base else 2, marker=st.marker, markevery=max(1, len(r) // 20), markersize=4)
             over = r[r.overflow.astype(bool)]
             ax.scatter(over.call, over.prompt_tokens, marker="x", color="#c0392b", s=36, zorder=4)
         # A baseline that never compacts can run to many times the window and flatten every
@@ -118,35 +188,128 @@ def context_over_calls(calls: pd.DataFrame, trace: str, strategies: Sequence[str
         ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
         ax.set_ylabel("prompt tokens sent")
         _kilo(ax)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), title="red × = overflow", title_fontsize=8)
+        legend_outside(ax, title="red × = overflow", title_fontsize=8)
     return path
 
 
-def _place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str],
-                  avoid: Sequence[tuple[float, float, float, float]] = ()) -> None:
-    """Label points without overlaps: try offsets from near to far, keep the first free one.
+def legend_outside(ax: Axes, **kwargs: object) -> None:
+    """A legend right of the axes that names every series: more columns once one column would run
+    past the figure's height (about 24 entries at the legend's font size), never a cut-off list."""
+    n = len(ax.get_legend_handles_labels()[1])
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), ncols=max(1, -(-n // 24)), **kwargs)
 
-    Labels, points and the ``avoid`` boxes (display pixels) are obstacles; a label moved away
-    from its point gets a leader line.
+
+def _free(box: np.ndarray, taken: list[tuple[float, float, float, float]]) -> np.ndarray:
+    """For candidate boxes (K × 4: x0, y0, x1, y1) whether each misses every taken box."""
+    if not taken:
+        return np.ones(len(box), bool)
+    t = np.asarray(taken)
+    miss = ((box[:, None, 2] < t[None, :, 0]) | (box[:, None, 0] > t[None, :, 2])
+            | (box[:, None, 3] < t[None, :, 1]) | (box[:, None, 1] > t[None, :, 3]))
+    return miss.all(axis=1)
+
+
+LEADER_PX = 45.0
+"""A label further than this from its point counts as far; more than ``FAR_LABELS`` far labels and
+the chart numbers its points instead, with a key beside the plot (a tangle of leaders is unreadable)."""
+FAR_LABELS = 4
+KEY_LINES = 44
+
+
+def _spots(ax: Axes, points: np.ndarray, labels: Sequence[str], taken: list[tuple[float, float, float, float]]
+           ) -> list[tuple[float, float, bool]]:
+    """Greedy placement in display pixels: per label (in the given order), its offset from the point
+    and whether it needs a leader. ``taken`` gains every box placed."""
+    renderer = ax.get_figure().canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    pad = 2.0
+    near = np.array([(8, -6), (-8, -6), (8, 6), (-8, 6), (8, 0), (-8, 0)], float)
+    grid = np.array([(dx, dy) for dx in np.arange(-frame.width, frame.width, 12.0)
+                     for dy in np.arange(-frame.height, frame.height, 7.0)], float)
+    offsets = np.vstack([near, grid[np.argsort(np.hypot(grid[:, 0], grid[:, 1] * 1.6), kind="stable")]])
+    left = offsets[:, 0] < 0
+    out: list[tuple[float, float, bool]] = []
+    for (px, py), label in zip(points.tolist(), labels, strict=True):
+        probe = ax.text(0, 0, label, fontsize=8)
+        extent = probe.get_window_extent(renderer)
+        probe.remove()
+        width, height = extent.width + 2 * pad, extent.height + 2 * pad
+        x0 = px + offsets[:, 0] - np.where(left, extent.width, 0) - pad
+        box = np.column_stack([x0, py + offsets[:, 1] - height / 2, x0 + width, py + offsets[:, 1] + height / 2])
+        inside = (box[:, 0] >= frame.x0) & (box[:, 2] <= frame.x1) & (box[:, 1] >= frame.y0) & (box[:, 3] <= frame.y1)
+        ok = np.flatnonzero(inside & _free(box, taken))
+        pick = int(ok[0]) if len(ok) else 0  # nowhere free (not seen in practice): beside the point
+        taken.append(tuple(box[pick]))
+        out.append((float(offsets[pick][0]), float(offsets[pick][1]), pick >= len(near)))
+    return out
+
+
+def _place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str],
+                  avoid: Sequence[Text] = ()) -> list[Annotation]:
+    """Label points without overlaps, greedily: each label takes the nearest free spot.
+
+    Call it once the chart is otherwise complete: it lays the figure out first, and its labels stay
+    out of the layout, so the final ``tight_layout`` moves nothing. Sizes are measured with the
+    figure's renderer, not guessed. Obstacles are the labels already placed, every point, the
+    ``avoid`` texts and the legend; candidates run from beside the point out over the whole plot,
+    nearest first, and a label set away from its point gets a leader line. Where too many labels
+    would sit far from their points (a crowded corner), points get numbers and a key beside the
+    plot names each (every label is still shown). Returns the annotations on the plot.
     """
-    near = [(8, -6), (-8, -6), (8, 6), (-8, 6)]
-    far = [(dx, dy) for r in (18, 30, 44, 60, 78) for dy in (r, -r) for dx in (10, -10, 40, -40)]
-    points = ax.transData.transform(np.column_stack([xs, ys]))
-    placed = [*avoid, *((px - 6, py - 6, px + 6, py + 6) for px, py in points.tolist())]
-    frame = ax.get_window_extent()
-    for (px, py), label in sorted(zip(points.tolist(), labels, strict=True), key=lambda p: (-p[0][1], p[0][0])):
-        width, height = 6.2 * len(label), 12.0
-        for dx, dy in (*near, *far):
-            x0 = px + dx if dx > 0 else px + dx - width
-            box = (x0, py + dy - height / 2, x0 + width, py + dy + height / 2)
-            inside = frame.x0 <= box[0] and box[2] <= frame.x1 and frame.y0 <= box[1] and box[3] <= frame.y1
-            if inside and all(box[2] < b[0] or box[0] > b[2] or box[3] < b[1] or box[1] > b[3] for b in placed):
-                break
-        placed.append(box)
-        ax.annotate(label, ax.transData.inverted().transform((px, py)), xytext=(dx, dy), textcoords="offset pixels",
-                    fontsize=8, color="#222222", ha="left" if dx > 0 else "right", va="center", zorder=4,
-                    arrowprops=None if (dx, dy) in near else
-                    {"arrowstyle": "-", "color": "#8a8a8a", "lw": 0.6, "shrinkA": 0, "shrinkB": 4})
+    fig = ax.get_figure()
+    fig.tight_layout()
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend()
+    best = legend is not None and getattr(legend, "_loc", None) == 0  # matplotlib's code for "best"
+
+    def pin() -> None:  # where "best" puts it now: drawn later, "best" would flee the labels
+        if best:
+            legend.set_loc("best")
+            box = legend.get_window_extent(renderer)
+            legend.set_loc(tuple(ax.transAxes.inverted().transform((box.x0, box.y0))))
+
+    pin()
+    order = sorted(range(len(labels)), key=lambda i: (-float(ys[i]), float(xs[i])))
+
+    def obstacles() -> tuple[np.ndarray, list[tuple[float, float, float, float]]]:
+        points = ax.transData.transform(np.column_stack([np.asarray(xs, float)[order],
+                                                         np.asarray(ys, float)[order]])) \
+            if order else np.zeros((0, 2))
+        taken = [*(tuple(t.get_window_extent(renderer).extents) for t in avoid),
+                 *((px - 6, py - 6, px + 6, py + 6) for px, py in points.tolist())]
+        if legend is not None:
+            taken.append(tuple(legend.get_window_extent(renderer).extents))
+        return points, taken
+
+    texts = [labels[i] for i in order]
+    points, taken = obstacles()
+    spots = _spots(ax, points, texts, taken)
+    far = sum(1 for (dx, dy, leader) in spots if leader and np.hypot(dx, dy) > LEADER_PX)
+    if far > FAR_LABELS:
+        numbers = {i: n for n, i in enumerate(sorted(range(len(labels)), key=lambda i: float(xs[i])), start=1)}
+        key = [f"{numbers[i]:>2}  {labels[i]}" for i in sorted(numbers, key=numbers.get)]
+        columns = [key[c:c + KEY_LINES] for c in range(0, len(key), KEY_LINES)]
+        offset = 6.0
+        for lines in columns:
+            t = ax.annotate("\n".join(lines), (1.0, 1.0), xycoords="axes fraction", xytext=(offset, 0),
+                            textcoords="offset points", va="top", ha="left", fontsize=7, color="#333333",
+                            linespacing=1.15)
+            offset += t.get_window_extent(renderer).width * 72 / fig.dpi + 8
+        fig.tight_layout()
+        pin()  # the plot got narrower: place the legend again
+        texts = [str(numbers[i]) for i in order]
+        points, taken = obstacles()
+        spots = _spots(ax, points, texts, taken)
+    out = []
+    for (px, py), text, (dx, dy, leader) in zip(points.tolist(), texts, spots, strict=True):
+        ann = ax.annotate(text, ax.transData.inverted().transform((px, py)), xytext=(dx, dy),
+                          textcoords="offset pixels", fontsize=8, color="#222222",
+                          ha="right" if dx < 0 else "left", va="center", zorder=4,
+                          arrowprops={"arrowstyle": "-", "color": "#8a8a8a", "lw": 0.6, "shrinkA": 0,
+                                      "shrinkB": 4} if leader else None)
+        ann.set_in_layout(False)
+        out.append(ann)
+    return out
 
 
 def cost_vs_saving(totals: pd.DataFrame, colors: Mapping[str, str], path: Path) -> Path:
@@ -179,18 +342,14 @@ def cost_vs_saving(totals: pd.DataFrame, colors: Mapping[str, str], path: Path) 
             ax.add_patch(patches.Rectangle((qx, qy), w, h, color=color, zorder=0, lw=0))
         corner_labels = [(0.985, 0.975, "false economy: fewer tokens, more dollars", "right", "top"),
                          (0.985, 0.025, "saves tokens and dollars", "right", "bottom")]
-        fig.tight_layout()
-        avoid = []
-        for fx, fy, label, ha, va in corner_labels:
-            ax.text(fx, fy, label, transform=ax.transAxes, ha=ha, va=va, fontsize=8.5, color="#666666",
-                    style="italic", zorder=1)
-            px, py = ax.transAxes.transform((fx, fy))
-            width = 6.0 * len(label)
-            avoid.append((px - width, py - 14 if va == "top" else py, px, py if va == "top" else py + 14))
+        corners = [ax.text(fx, fy, label, transform=ax.transAxes, ha=ha, va=va, fontsize=8.5, color="#666666",
+                           style="italic", zorder=1) for fx, fy, label, ha, va in corner_labels]
         ax.axhline(1, color="#888888", lw=0.8)
         ax.axvline(0, color="#888888", lw=0.8)
         for s, xi, yi in zip(have.strategy, x, ratio, strict=True):
-            ax.scatter(xi, yi, color=colors[s], s=80 if s == BASELINE else 50, edgecolor="white", lw=0.8, zorder=3)
+            st = style_of(colors, s)
+            ax.scatter(xi, yi, color=st.color, marker=st.marker, s=80 if s == BASELINE else 50, edgecolor="white",
+                       lw=0.8, zorder=3)
         ax.set_title(title)
         ax.set_xlabel("input-token saving vs none  →  fewer tokens")
         ax.set_ylabel("cost vs none (log scale)  ↑ more dollars")
@@ -198,7 +357,7 @@ def cost_vs_saving(totals: pd.DataFrame, colors: Mapping[str, str], path: Path) 
         ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 7.5)))
         ax.yaxis.set_minor_locator(ticker.NullLocator())
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v - 1:+.0%}" if abs(v - 1) > 1e-9 else "±0%"))
-        _place_labels(ax, x, ratio, have.strategy.tolist(), avoid)
+        _place_labels(ax, x, ratio, have.strategy.tolist(), corners)
     return path
 
 

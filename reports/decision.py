@@ -35,13 +35,13 @@ def verdict_html(v: bv.Verdict) -> str:
     return f'<p class="verdict" id="verdict-sentence">{html.escape(v.sentence)}{spec}</p>{more}'
 
 
-def neighbours_html(results: pd.DataFrame, resamples: int) -> str:
+def neighbours_html(results: pd.DataFrame, resamples: int, weight: str = "equal") -> str:
     """"0.7 vs 0.9: −$1.20 per trace, 95% CI …" for neighbouring settings of each numeric sweep."""
     parts = []
     for metric in ("cost", "retention"):
         if metric not in results or not results[metric].notna().any():
             continue
-        n = bv.neighbours(results, metric, resamples=resamples)
+        n = bv.neighbours(results, metric, resamples=resamples, weight=weight)
         for family, g in n.groupby("family", sort=False):
             parts.append(f"<li><code>{html.escape(str(family))}</code> by {html.escape(str(g.parameter.iloc[0]))}, "
                          f"{html.escape(metric)}: " + "; ".join(html.escape(t) for t in g.text) + "</li>")
@@ -52,7 +52,7 @@ def neighbours_html(results: pd.DataFrame, resamples: int) -> str:
               "both ran with a paired bootstrap 95% interval.</p>")
 
 
-def pair_table(results: pd.DataFrame, order: list[str], metric: str, resamples: int) -> str:
+def pair_table(results: pd.DataFrame, order: list[str], metric: str, resamples: int, weight: str = "equal") -> str:
     """Every strategy against every other on ``metric`` (row − column), paired on the same traces."""
     names = [s for s in order if (results.strategy == s).any()]
     if len(names) < 2 or metric not in results or not results[metric].notna().any():
@@ -66,7 +66,7 @@ def pair_table(results: pd.DataFrame, order: list[str], metric: str, resamples: 
             if a == b:
                 cells.append("<td class=cmp>·</td>")
                 continue
-            c = bv.paired(results, b, a, metric, resamples=resamples)
+            c = bv.paired(results, b, a, metric, resamples=resamples, weight=weight)
             if c.n == 0:
                 cells.append("<td class=cmp>—</td>")
                 continue

@@ -6,15 +6,17 @@ Same conventions as ``reports.charts`` (fixed size, no metadata, no pyplot): one
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib import ticker
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from bench.verdict import feasible_mask
-from reports.charts import BASELINE, _empty, _figure, _place_labels
+from reports.charts import BASELINE, _empty, _figure, _place_labels, family, legend_outside, style_of
 from reports.scoring import CLASSES, CLIFF, COMPARED_TITLES, DEFAULT, LOWER_IS_BETTER, Sweep, pareto_front
 
 CLASS_COLORS = {"retained-verbatim": "#2e9e4f", "recoverable-by-reference": "#7fb7e6", "stale": "#f0a030",
@@ -28,7 +30,7 @@ def paired_ci(comparisons: pd.DataFrame, order: Sequence[str], path: Path) -> Pa
     Cost and tokens are shown relative to ``none``'s mean so the panels share a scale; retention
     in percentage points. Grey = the interval holds zero (not significant).
     """
-    with _figure(path) as (fig, ax):
+    with _figure(path, rect=(0, 0.03, 1, 1)) as (fig, ax):  # room for the colour note at the foot
         title = "Paired difference from never compacting (mean over traces, 95% bootstrap CI)"
         metrics = [m for m in COMPARED_TITLES if len(comparisons) and (comparisons.metric == m).any()]
         if not metrics:
@@ -54,6 +56,7 @@ def paired_ci(comparisons: pd.DataFrame, order: Sequence[str], path: Path) -> Pa
             a.set_title(COMPARED_TITLES[metric], fontsize=10)
             unit = "pp" if metric == "retention" else "%"
             a.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _, u=unit: f"{v:+.0f}{u}"))
+            a.xaxis.set_major_locator(ticker.MaxNLocator(nbins=4))  # a third of the width: fewer ticks
             a.grid(axis="y", visible=False)
             a.set_xlabel("percentage points vs none" if metric == "retention" else "% of none's mean")
         axes[0].set_yticks(range(len(rows)), rows)
@@ -93,36 +96,82 @@ def retention_classes(overall: pd.DataFrame, order: Sequence[str], path: Path) -
     return path
 
 
+SMALL_MULTIPLES = 12
+"""More lines than this on one axis are a tangle: one small panel per agent family instead."""
+
+
+def _round_lines(ax: Axes, rows: pd.DataFrame, colors: Mapping[str, str], *, label: Callable[[str], str]) -> int:
+    """Each strategy's retention by round on ``ax`` (its style), its cliff ringed; the last round."""
+    top = 1
+    for _, r in rows.iterrows():
+        rounds = sorted(r.retention_by_round.items())
+        xs, ys = [k for k, _ in rounds], [v for _, v in rounds]
+        top = max(top, *xs)
+        st = style_of(colors, r.strategy)
+        ax.plot(xs, ys, marker=st.marker, color=st.color, ls=st.linestyle, lw=1.6, markersize=4.5,
+                label=label(r.strategy))
+        if not pd.isna(r.cliff_round):
+            ax.scatter([r.cliff_round], [r.retention_by_round[int(r.cliff_round)]], s=120, facecolor="none",
+                       edgecolor="#b42318", lw=1.5, zorder=4)
+    ax.axhline(CLIFF, color="#b42318", lw=1, ls=":")
+    ax.set_ylim(-0.03, 1.05)
+    ax.yaxis.set_major_formatter(ticker.PercentFormatter(1.0))
+    return top
+
+
 def retention_by_round(cliffs: pd.DataFrame, colors: Mapping[str, str], path: Path) -> Path:
-    """Retention at each compaction round, with the 50% cliff line and each strategy's cliff marked."""
-    with _figure(path) as (_, ax):
+    """Retention at each compaction round, with the 50% cliff line and each strategy's cliff marked.
+
+    Up to ``SMALL_MULTIPLES`` strategies share one plot; beyond, one panel per family (the
+    variants of one agent together, each in its own style), so no line hides another.
+    """
+    with _figure(path) as (fig, ax):
         title = "Retention after each compaction round (the cliff: first round under 50%)"
         have = cliffs[cliffs.rounds.fillna(0) > 0] if len(cliffs) else cliffs
         if have.empty:
             _empty(ax, title, "no strategy compacted while needles were probed")
             return path
-        top = 1
-        for _, r in have.iterrows():
-            rounds = sorted(r.retention_by_round.items())
-            xs, ys = [k for k, _ in rounds], [v for _, v in rounds]
-            top = max(top, *xs)
-            color = colors.get(r.strategy, "#333333")
-            ax.plot(xs, ys, marker="o", color=color, lw=1.6, markersize=4, label=r.strategy)
-            if not pd.isna(r.cliff_round):
-                ax.scatter([r.cliff_round], [r.retention_by_round[int(r.cliff_round)]], s=120, facecolor="none",
-                           edgecolor="#b42318", lw=1.5, zorder=4)
-        ax.axhline(CLIFF, color="#b42318", lw=1, ls=":")
+        if len(have) > SMALL_MULTIPLES:
+            _round_panels(fig, ax, have, colors, title)
+            return path
+        top = _round_lines(ax, have, colors, label=str)
         ax.annotate("cliff 50%", (0, CLIFF), xycoords=("axes fraction", "data"), xytext=(4, 4),
                     textcoords="offset points", fontsize=8, color="#b42318")
-        ax.set_ylim(-0.03, 1.05)
         ax.set_xlim(0.5, top + 0.5)
         ax.set_xticks(range(1, top + 1) if top <= 20 else ticker.MaxNLocator(integer=True).tick_values(1, top))
-        ax.yaxis.set_major_formatter(ticker.PercentFormatter(1.0))
         ax.set_xlabel("compaction round (probed right after the strategy compacted)")
         ax.set_ylabel("share of stated needles retained verbatim")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), title="red ring = cliff", title_fontsize=8)
+        legend_outside(ax, title="red ring = cliff", title_fontsize=8)
         ax.set_title(title)
     return path
+
+
+def _round_panels(fig: Figure, ax: Axes, have: pd.DataFrame, colors: Mapping[str, str], title: str) -> None:
+    """Small multiples: one panel per family, shared axes, each panel's legend naming its variants."""
+    families = sorted(dict.fromkeys(family(s) for s in have.strategy))
+    ncols = int(np.ceil(np.sqrt(len(families) * 1.7)))
+    nrows = int(np.ceil(len(families) / ncols))
+    ax.remove()
+    axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False).ravel()
+    top = 1
+    for a, fam in zip(axes, families, strict=False):
+        rows = have[have.strategy.map(family) == fam]
+        alone = len(rows) == 1  # the panel's title names it in full
+        top = max(top, _round_lines(a, rows, colors,
+                                    label=str if alone else lambda s, f=fam: s[len(f):].lstrip(":@") or f))
+        a.set_title(rows.strategy.iloc[0] if alone else fam, fontsize=9, loc="left", fontweight="bold")
+        if len(rows) > 1:
+            a.legend(loc="best", fontsize=6.5, handlelength=2.2, borderaxespad=0.2, frameon=True, framealpha=0.85,
+                     edgecolor="#e6e6e6")
+        a.tick_params(labelsize=7)
+    for a in axes[len(families):]:
+        a.set_visible(False)
+    axes[0].set_xlim(0.5, top + 0.5)
+    axes[0].xaxis.set_major_locator(ticker.MaxNLocator(integer=True, nbins=5))
+    fig.suptitle(title + ", one panel per agent", x=0.01, ha="left", fontsize=12, fontweight="bold")
+    fig.supxlabel("compaction round (probed right after it compacted); dotted: the 50% cliff, red ring: "
+                  "each strategy's cliff", fontsize=8)
+    fig.supylabel("needles retained verbatim", fontsize=8)
 
 
 def estimate_ratio(gaps: pd.DataFrame, order: Sequence[str], colors: Mapping[str, str], path: Path) -> Path:
@@ -200,8 +249,9 @@ def cost_vs_retention(points: pd.DataFrame, sweeps: Sequence[Sweep], colors: Map
             if s in labels:
                 continue
             base = s == BASELINE
-            ax.scatter(row.cost, row[y], color=colors.get(s, "#333333"), s=80 if base else 50, edgecolor="white",
-                       lw=0.8, zorder=3, marker="D" if base else "o")
+            st = style_of(colors, s)
+            ax.scatter(row.cost, row[y], color=st.color, s=80 if base else 50, edgecolor="white",
+                       lw=0.8, zorder=3, marker=st.marker)
             labels[s] = s
         ax.margins(y=0.1)
         positive = have.cost[have.cost > 0]
@@ -219,7 +269,6 @@ def cost_vs_retention(points: pd.DataFrame, sweeps: Sequence[Sweep], colors: Map
         ax.xaxis.set_minor_formatter(ticker.NullFormatter())
         ax.yaxis.set_major_formatter(ticker.PercentFormatter(1.0))
         ax.legend(loc="best", framealpha=0.9, frameon=True, edgecolor="#e6e6e6")
-        fig.tight_layout()
         names = list(labels)
         _place_labels(ax, have.loc[names].cost.tolist(), have.loc[names, y].tolist(), [labels[n] for n in names])
     return path

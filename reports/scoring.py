@@ -17,7 +17,7 @@ import pandas as pd
 
 from bench import economics, stats
 from bench.metrics import FIDELITY_COLUMNS, METRIC_BY_NAME
-from bench.verdict import feasible_mask
+from bench.verdict import check_weight, feasible_mask, trace_weights
 
 BASELINE = "none"
 # Needle scoring over probes.csv. The same rules as bench.probes (retention, false_positive_rate,
@@ -47,15 +47,47 @@ def resamples(info: dict) -> int:
         return stats.REPORT_B
 
 
-def comparisons(results: pd.DataFrame, *, resamples: int = stats.REPORT_B) -> pd.DataFrame:
-    """Paired bootstrap of each strategy against ``none``, per metric, on the traces both finished."""
+def weight(info: dict) -> str:
+    """The run's ``--weight`` (run.json ``config.weight``; runs from before it: equal)."""
+    try:
+        return check_weight((info.get("config") or {}).get("weight"))
+    except ValueError:
+        return "equal"
+
+
+MEAN_COLUMNS = ("retention", "llm_recall", "mean_context")
+"""Columns of ``reports.tables.strategy_totals`` that are means over traces (the others are sums or maxima)."""
+
+
+def weighted_totals(totals: pd.DataFrame, rows: pd.DataFrame, weighting: str) -> pd.DataFrame:
+    """``totals`` with its per-trace means re-taken under ``weighting`` (unchanged for ``equal``)."""
+    if check_weight(weighting) == "equal" or totals.empty:
+        return totals
+    ok = rows[rows.error.fillna("").astype(str) == ""] if "error" in rows else rows
+    w = ok.trace.map(trace_weights(ok, weighting)).astype(float)
+    out = totals.copy()
+    for col in MEAN_COLUMNS:
+        if col not in out or col not in ok:
+            continue
+        x = pd.to_numeric(ok[col], errors="coerce")
+        num = (x.fillna(0.0) * w).groupby(ok.strategy).sum()
+        den = (x.notna() * w).groupby(ok.strategy).sum()
+        out[col] = out.strategy.map(num / den.where(den > 0))
+    return out
+
+
+def comparisons(results: pd.DataFrame, *, resamples: int = stats.REPORT_B, weighting: str = "equal") -> pd.DataFrame:
+    """Paired bootstrap of each strategy against ``none``, per metric, on the traces both finished
+    (each trace weighted by ``weighting``, bench.verdict.trace_weights)."""
     ok = results[results.error.fillna("").astype(str) == ""] if "error" in results else results
+    weights = None if check_weight(weighting) == "equal" else trace_weights(ok, weighting)
     frames = []
     for metric in COMPARED:
         if metric not in ok or not pd.to_numeric(ok[metric], errors="coerce").notna().any():
             continue
         table = ok.assign(**{metric: pd.to_numeric(ok[metric], errors="coerce")})
-        frames.append(stats.compare_to_baseline(table, metric, baseline=BASELINE, resamples=resamples))
+        frames.append(stats.compare_to_baseline(table, metric, baseline=BASELINE, resamples=resamples,
+                                                weights=weights))
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -164,11 +196,14 @@ def cost_truth(calls: pd.DataFrame) -> pd.DataFrame:
 
 
 def window(info: dict) -> int | None:
-    """The run model's context window (None when run.json names no known model)."""
+    """The run model's context window; under ``recorded`` the one window its traces share (None when
+    they differ or run.json names no known model)."""
     try:
-        from bench.pricing import profile
+        from bench.pricing import profile_for
 
-        return profile(str(info["config"]["model"])).context_window
+        model = str(info["config"]["model"])
+        windows = {profile_for(model, t.get("model")).context_window for t in info.get("traces") or [{}]}
+        return windows.pop() if len(windows) == 1 else None
     except Exception:  # noqa: BLE001 - an unknown or missing model just leaves the window out
         return None
 

@@ -36,14 +36,22 @@ class Col:
 
 
 def table(rows: pd.DataFrame, cols: Sequence[Col], *, name: str = "strategy", css: str = "plain score",
-          label: str | None = None, marks: Sequence[str] = ()) -> str:
+          label: str | None = None, marks: Sequence[str] = (), by_construction: frozenset[str] = frozenset()) -> str:
     """A table of ``rows`` (first column ``name``, headed ``label``) with shaded metric columns; "—" for
-    missing values. ``marks`` is HTML put after the first cell's text, one per row (badges)."""
+    missing values. ``marks`` is HTML put after the first cell's text, one per row (badges). In the
+    ``by_construction`` columns the ``none`` row is neither shaded nor ranked: its value there is
+    fixed by what it is (it never compacts, never acts on an estimate), not a result."""
     cols = [c for c in cols if c.key in rows]
     head = f"<th>{html.escape(label or name)}</th>" + "".join(
         f'<th class=num title="{html.escape(c.tip or c.label)}">{html.escape(c.label)}'
         f'{ {True: " ↓", False: " ↑", None: ""}[c.lower_is_better]}</th>' for c in cols)
     shades = {c.key: tables._shade(pd.to_numeric(rows[c.key], errors="coerce"), c.lower_is_better) for c in cols}
+    base = (rows[name].astype(str) == tables.BASELINE).to_numpy() if name in rows else None
+    if base is not None and base.any():
+        for c in cols:
+            if c.key in by_construction:
+                rest = iter(tables._shade(pd.to_numeric(rows[c.key][~base], errors="coerce"), c.lower_is_better))
+                shades[c.key] = ["" if b else next(rest) for b in base]
     body = []
     for i, (_, r) in enumerate(rows.iterrows()):
         mark = f" {marks[i]}" if i < len(marks) and marks[i] else ""
@@ -254,6 +262,9 @@ RETENTION_COLS = (
     Col("false_positive_rate", "controls found", pct, True, "share of never-stated control needles found anyway"),
 )
 
+RETENTION_FIXED = frozenset({"retained-verbatim", "recoverable-by-reference", "stale", "missing"})
+"""``none`` keeps every message, so it keeps every needle: its retention is not a result."""
+
 
 def heat(long: pd.DataFrame, column: str, order: Sequence[str], title: str) -> str:
     """A strategy × ``column`` retention grid; each cell shows its share and its n."""
@@ -286,7 +297,7 @@ def retention_html(overall: pd.DataFrame, order: Sequence[str]) -> str:
     cliff = o["cliff_round"] if "cliff_round" in o else pd.Series(pd.NA, index=o.index)
     o["cliff"] = [("—" if pd.isna(r) or not r else "never") if pd.isna(c) else f"round {int(c)}"
                   for r, c in zip(rounds, cliff, strict=True)]
-    return (f"<div class=scroll>{table(_ordered(o, order), RETENTION_COLS)}</div>"
+    return (f"<div class=scroll>{table(_ordered(o, order), RETENTION_COLS, by_construction=RETENTION_FIXED)}</div>"
             "<p class=legend><b>Cliff round</b>: needles are probed right after every compaction; a strategy's "
             "cliff is the first compaction round after which fewer than half of the needles stated so far were "
             "still verbatim in the context (round 1 = its first compaction). “never”: it compacted and never "
@@ -363,7 +374,7 @@ def cost_html(cost: pd.DataFrame, order: Sequence[str]) -> str:
     if cost.empty:
         return muted("No calls recorded.")
     c = _ordered(cost, order)
-    body = table(c, COST_COLS)
+    body = table(c, COST_COLS, by_construction=frozenset({"summarizer_share"}))
     flagged = c[c.false_economy > 0]
     note = ("No false economy: no strategy billed fewer tokens than <code>none</code> on a trace while costing more."
             if flagged.empty else "False economy (fewer input tokens than <code>none</code> on the same trace, more "
@@ -380,6 +391,8 @@ ESTIMATOR_COLS = (
     Col("calls", "calls", count), Col("call_ratio_p50", "ratio p50 over calls", ratio),
     Col("hidden_overflows", "hidden overflows", count, True, "estimate fit the window, the truth did not"),
 )
+ESTIMATOR_FIXED = frozenset({"triggers", "late_triggers", "hidden_overflows"})
+"""``none`` never acts on an estimate: it cannot act late, and no overflow of its is one it missed."""
 
 
 def estimator_html(est: pd.DataFrame, hidden: pd.DataFrame, order: Sequence[str], win: int | None) -> str:
@@ -387,7 +400,7 @@ def estimator_html(est: pd.DataFrame, hidden: pd.DataFrame, order: Sequence[str]
         return muted("run.json names no known model, so there is no window to test the estimates against.")
     if est.empty:
         return muted("calls.csv carries no estimates (an older run): nothing to compare.")
-    out = f"<div class=scroll>{table(_ordered(est, order), ESTIMATOR_COLS)}</div>"
+    out = f"<div class=scroll>{table(_ordered(est, order), ESTIMATOR_COLS, by_construction=ESTIMATOR_FIXED)}</div>"
     if len(hidden):
         h = hidden.sort_values(["strategy", "trace", "call"]).head(50)
         rows = [(r.trace, r.strategy, int(r.call), f"{int(r.estimate_tokens):,}", f"{int(r.prompt_tokens):,}",

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 from bench.metrics import METRIC_BY_NAME, METRICS
+from reports import callstats
+from reports.callstats import CallStats
 
 BASELINE = "none"
 
@@ -61,16 +63,14 @@ SUMMARY_COLUMNS = tuple(c.key for c in COLUMNS if c.key not in ("mean_context", 
 """The strategy table leaves out what only matters per trace (the per-trace tables keep them)."""
 
 
-def _call_stats(calls: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Cache hits, prefix breaks and summarizer cost from calls.csv, grouped by ``keys``."""
-    c = calls.assign(
-        agent_break=calls.prefix_break.astype(bool) & (calls.kind == "agent"),
-        summarizer_cost=calls.cost.where(calls.kind == "summarizer", 0.0),
-    )
-    g = c.groupby(keys)
+def _call_stats(calls: pd.DataFrame | CallStats, keys: list[str]) -> pd.DataFrame:
+    """Cache hits, prefix breaks and summarizer cost from the calls, grouped by ``keys``: from the
+    per-task sums ``reports.callstats`` streamed (a frame of calls is folded the same way)."""
+    stats = calls if isinstance(calls, CallStats) else callstats.from_frame(calls)
+    g = stats.per_task.groupby(keys)
     out = pd.DataFrame({
         "cache_read": g.cache_read.sum(), "prompt": g.prompt_tokens.sum(),
-        "prefix_breaks": g.agent_break.sum(), "summarizer_cost": g.summarizer_cost.sum(), "all_cost": g.cost.sum(),
+        "prefix_breaks": g.agent_breaks.sum(), "summarizer_cost": g.summarizer_cost.sum(), "all_cost": g.cost.sum(),
     })
     out["cache_hit_rate"] = (out.cache_read / out.prompt.replace(0, np.nan)).fillna(0.0)
     return out.reset_index()

@@ -64,6 +64,8 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "codex:2025": ("strategies.codex:Codex", {"auto_compact_limit": 256_000, "limit_fraction": None,
                                               "history_form": "bridge"}),
     "codex:0.140": ("strategies.codex:Codex", {"effective_window_percent": 95}),
+    "codex:remote": ("strategies.codex:Codex", {"engine": "remote"}),
+    "codex:0.140-remote": ("strategies.codex:Codex", {"effective_window_percent": 95, "engine": "remote"}),
     "five-layer": ("strategies.layered:FiveLayer", {}),
     "claude-code": ("strategies.layered:ClaudeCode", {}),
     "claude-code:microcompact": ("strategies.layered:ClaudeCode", {"microcompact_idle_seconds": 3_600}),

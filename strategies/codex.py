@@ -9,13 +9,13 @@ message, tool call and tool output is gone. Tool outputs are cut at record time 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bench.context import Context
 from strategies._tools import drop_range, last_assistant_index, rewrite_results, text_user
 from strategies.base import CUT_LATEST_HUMAN, Event, Outcome, Strategy, event
-from traces.model import Message
+from traces.model import Message, Text, ToolResult
 
 if TYPE_CHECKING:
     from bench.session import Session
@@ -73,21 +73,24 @@ class Codex(Strategy):
     retries.
 
     Deviations: the compaction prompt is ours (same bullets); pre-turn and mid-turn check
-    points are both the pre-call check; not modelled: remote compaction (server algorithm not
-    public), the 2026 ``InitialContextInjection`` placement, ghost snapshots, the 95% cap (below
+    points are both the pre-call check; remote compaction is ``engine="remote"`` (``codex:remote``,
+    ``codex:0.140-remote``; see ``remote_compact``); not modelled: the 2026 local
+    ``InitialContextInjection`` placement, ghost snapshots, the 95% cap (below
     the 90% limit anyway), and the 2025 "memento" summary prompt (``codex:2025`` uses today's).
     ``codex:2025`` is the Sept–Oct 2025 generation: the flat 256K limit and the single "history
     bridge" user message (user messages joined by blank lines, or "(none)", then the prefixed
     summary). ``codex:0.140`` (0.140+): the limit is 90% of the effective window (context_window ×
     effective_context_window_percent / 100, default 95, as ``get_model_context_window``); the
-    remote (server-side) compaction of OpenAI models is not modelled. Version 3: the
-    tool-output truncation unit follows the model (bytes unless *-codex).
+    remote (server-side) compaction of OpenAI models is ``codex:0.140-remote``. Version 3: the
+    tool-output truncation unit follows the model (bytes unless *-codex). Version 4: it follows the
+    id the session used (``session.model.id`` keeps an alias such as gpt-5.1-codex; it used to be
+    the price table's base entry, gpt-5.1, so a *-codex alias got bytes).
     """
 
     name = "codex"
     citation = ("openai/codex @0100b103625752f6a10c21b79a8c423761dc4c6a codex-rs/core/src/compact.rs; "
                 "templates/compact/summary_prefix.md @50a53333; protocol/src/openai_models.rs; models.json @21dac7d7")
-    version = 3
+    version = 4
 
     estimator: str = "bytes/4"
     limit_fraction: float | None = 0.9
@@ -104,6 +107,10 @@ class Codex(Strategy):
     (gpt-5.x base models, unknown models) is ``Bytes(10_000)``. "auto" picks it from the session's
     model id; "tokens" / "bytes" force one."""
     serialization_allowance: float = 1.2
+    engine: str = "local"
+    """"local" (compact.rs: the session's model writes the summary, Codex rebuilds the history) or
+    "remote" (compact_remote.rs, OpenAI providers since Nov 2025: the server returns the new
+    history). Same trigger either way: ``run_auto_compact`` only picks which task runs."""
     history_form: str = "separate"
     """"separate" (late 2025+: kept user messages, then the prefixed summary) or "bridge" (Sept-Oct
     2025: one user message from templates/compact/history_bridge.md holding both)."""
@@ -113,6 +120,8 @@ class Codex(Strategy):
             raise ValueError(f"tool_output_unit must be 'auto', 'tokens' or 'bytes', not {self.tool_output_unit!r}")
         if self.history_form not in ("separate", "bridge"):
             raise ValueError(f"history_form must be 'separate' or 'bridge', not {self.history_form!r}")
+        if self.engine not in ("local", "remote"):
+            raise ValueError(f"engine must be 'local' or 'remote', not {self.engine!r}")
 
     def limit(self, window: int) -> float:
         limits = [x for x in (self.auto_compact_limit,
@@ -138,7 +147,7 @@ class Codex(Strategy):
         return "tokens" if "codex" in model_id.lower() else "bytes"
 
     def on_tool_result(self, ctx: Context, session: Session) -> Outcome | None:
-        unit = self.output_unit(session.model.id)
+        unit = self.output_unit(session.model.id)  # the id as the session used it, alias included
         budget = int(self.tool_output_limit * self.serialization_allowance)
         max_bytes = budget * 4 if unit == "tokens" else budget
         last = ctx.messages[-1]
@@ -159,6 +168,8 @@ class Codex(Strategy):
         return self.compact(ctx, session)
 
     def compact(self, ctx: Context, session: Session) -> Outcome | None:
+        if self.engine == "remote":
+            return self.remote_compact(ctx, session)
         system, history = ctx.messages[0], ctx.messages[1:]
         if not history:
             return None
@@ -186,6 +197,51 @@ class Codex(Strategy):
                                     f"middle-truncated"),)
         return Outcome(after, events)
 
+    def remote_compact(self, ctx: Context, session: Session) -> Outcome | None:
+        """Server-side compaction (``/responses/compact``) as Codex applies its answer.
+
+        Routing: openai/codex@0100b103 codex-rs/core/src/compact.rs:35-40
+        (``should_use_remote_compact_task``: an OpenAI provider with the RemoteCompaction feature,
+        on by default since PR #6866, Nov 2025; later also Azure). The trigger is the local one
+        (``run_auto_compact`` only dispatches). The request, then the answer:
+        openai/codex@683f0a68 codex-rs/core/src/compact_remote.rs:67-166
+        (``run_remote_compact_task_inner_impl``): while the request is over the window, trailing
+        Codex-generated items are removed (``trim_function_call_history_to_fit_context_window``,
+        end of the file; here: trailing tool outputs); the server's answer goes through
+        ``process_compacted_history`` (:168-188) and ``should_keep_compacted_history_item``
+        (:205-227): developer messages and contextual user messages (AGENTS.md, environment
+        context) are dropped, real user messages, assistant messages and the compaction item kept,
+        and the session's initial context is inserted above the last real user message.
+
+        What the server answers is not public; the recorded rollout in ../shared/traces
+        (codex__madshn-localpush, 0.104.0-alpha.1, the ``compacted`` record) shows it: every real
+        user message (19 of 19; no size cap seen) and every final answer (15 of 15, assistant
+        messages without tool calls) in order, then one opaque ``compaction`` item; reasoning,
+        commentary, tool calls and outputs are gone. That is what is rebuilt here, the summary
+        standing in for the encrypted item (our prompt; the server's is not public).
+        """
+        system, history = ctx.messages[0], ctx.messages[1:]
+        if not history:
+            return None
+        request, trimmed = history, 0
+        size = ctx.tok(system) + sum(ctx.tok(m) for m in request)
+        while len(request) > 1 and request[-1].is_tool_result and not session.model.fits(size, 0):
+            size -= ctx.tok(request[-1])
+            request, trimmed = request[:-1], trimmed + 1
+        summary = session.summarize((system, *request), prompt=COMPACT_PROMPT,
+                                    max_tokens=session.model.max_output)
+        kept = [k for m in history if (k := remote_kept(m)) is not None]
+        context = latest_initial_context(history)
+        last_user = max((i for i, m in enumerate(kept) if m.role == "user"), default=len(kept))
+        item = text_user(summary.text or "(no summary available)", summary=True, opaque=True)
+        after = ctx.replace((system, *kept[:last_user], *context, *kept[last_user:], item))
+        users = sum(1 for m in kept if m.role == "user")
+        detail = (f"remote: kept {users} user message(s), {len(kept) - users} final answer(s), "
+                  f"{len(context)} initial-context item(s)"
+                  + (f"; trimmed {trimmed} trailing output(s)" if trimmed else ""))
+        return Outcome(after, (event("summarize", ctx, after, touched=len(history),
+                                     summary_tokens=summary.output_tokens, detail=detail),))
+
     def recent_user_messages(self, texts: list[str]) -> list[str]:
         """Newest first within the budget; the first that does not fit is cut to what is left
         and the walk stops there (an older, smaller message is not taken)."""
@@ -208,3 +264,35 @@ def user_messages(history: tuple[Message, ...]) -> list[str]:
     return [m.text for m in history
             if m.is_human_turn and m.text and not m.text.startswith(SUMMARY_PREFIX + "\n")
             and not m.text.startswith(SESSION_PREFIXES)]
+
+
+def contextual(m: Message) -> bool:
+    """Codex's initial-context items: developer messages and the session-prefixed user messages."""
+    return m.meta.get("role") == "developer" or (m.role == "user" and m.text.startswith(SESSION_PREFIXES))
+
+
+def remote_kept(m: Message) -> Message | None:
+    """What survives a remote compaction of ``m`` (the recorded server answer, then Codex's
+    ``should_keep_compacted_history_item``): a real user message (images included, tool outputs
+    not; an older local summary parses as one and stays) or a final answer (an assistant message
+    with text and no tool call; thinking dropped). An earlier opaque item is replaced: the server
+    answers with exactly one (v2 fails on any other count, issue #28592)."""
+    if m.meta.get("opaque") or contextual(m):
+        return None
+    if m.is_human_turn:
+        blocks = tuple(b for b in m.blocks if not isinstance(b, ToolResult))
+        return m if len(blocks) == len(m.blocks) else replace(m, blocks=blocks)
+    if m.role == "assistant" and not m.tool_uses and m.text:
+        blocks = tuple(b for b in m.blocks if isinstance(b, Text))
+        return m if len(blocks) == len(m.blocks) else replace(m, blocks=blocks)
+    return None
+
+
+def latest_initial_context(history: tuple[Message, ...]) -> tuple[Message, ...]:
+    """The newest run of consecutive initial-context items: what ``build_initial_context`` would
+    inject again (a trace has no turn context to rebuild it from)."""
+    end = next((i + 1 for i in range(len(history) - 1, -1, -1) if contextual(history[i])), 0)
+    start = end
+    while start > 0 and contextual(history[start - 1]):
+        start -= 1
+    return history[start:end]

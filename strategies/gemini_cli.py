@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
+from bench.tokens import MESSAGE_OVERHEAD, TokenCounter, Tokenizer
 from strategies._tools import last_assistant_index, text_assistant, text_user
 from strategies.base import Event, Outcome, Strategy, event
-from traces.model import Message, ToolResult, ToolUse
+from traces.model import Block, Message, Text, ToolResult, ToolUse
 
 if TYPE_CHECKING:
     from bench.session import Session
@@ -69,13 +71,108 @@ def estimate_tokens(text: str) -> int:
 def truncated_output(content: str, where: str, max_chars: int) -> str:
     """fileUtils.ts formatTruncatedToolOutput: first 20% and last 80% of ``max_chars``, with a pointer
     to the saved file (unchanged when it already fits)."""
+    return "".join(truncated_parts(content, where, max_chars))
+
+
+def truncated_parts(content: str, where: str, max_chars: int) -> tuple[str, ...]:
+    """``truncated_output`` as (pointer line, "\\n" + head + omission note, tail): it is the same text
+    joined, and each part can be counted alone (``cut_tokens``)."""
     if len(content) <= max_chars:
-        return content
+        return (content,)
     head_n = max_chars // 5
     tail_n = max_chars - head_n
     omitted = len(content) - head_n - tail_n
     return (f"Output too large. Showing first {head_n:,} and last {tail_n:,} characters. For full output see: "
-            f"{where}\n{content[:head_n]}\n\n... [{omitted:,} characters omitted] ...\n\n{content[-tail_n:]}")
+            f"{where}", f"\n{content[:head_n]}\n\n... [{omitted:,} characters omitted] ...\n\n", content[-tail_n:])
+
+
+SPLIT_ENCODINGS = frozenset({"cl100k_base", "o200k_base"})
+"""The tiktoken encodings whose pre-tokenizer ``cut_tokens`` relies on."""
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def safe_split(text: str) -> list[str]:
+    r"""``text`` cut into parts at the places no cl100k / o200k pre-token spans: after a newline before
+    a character that is neither whitespace nor "/", and between an ASCII letter or digit and a
+    newline. (One pass over the lines; a regex with look-behinds took 5x longer.)
+
+    Why these are safe: in both patterns (tiktoken 0.14.0, ``Encoding._pat_str``) a piece that holds
+    a newline is whitespace only, or punctuation then its newlines (o200k: newlines and slashes);
+    letters and digits never take one; a piece ending at such a place is the same piece when the
+    text ends there (``\s++$`` takes the same whitespace run ``\s*[\r\n]`` would). BPE runs inside a
+    piece, so a text's count is the sum of its parts' counts
+    when cut there (tests/strategies/test_gemini_cli.py checks it on adversarial texts).
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    cur = lines[0]
+    for line in lines[1:]:
+        if cur and cur[-1] in _ALNUM:  # a letter or digit, then this newline
+            out.append(cur)
+            cur = "\n"
+        else:
+            cur += "\n"
+        if line and line[0] != "/" and not line[0].isspace():  # this newline, then a character
+            out.append(cur)
+            cur = line
+        else:
+            cur += line
+    out.append(cur)
+    return out
+
+
+def cut_tokens(counter: TokenCounter, blocks: list[Block], cuts: dict[int, tuple[str, ...]],
+               tails: dict[str, tuple[str, int, str | None]]) -> int | None:
+    """The token count of a message's rendered text (its blocks joined by newlines), whose blocks at
+    ``cuts`` are cut outputs given as ``truncated_parts``, from counts of its lines; None when the
+    counter's tokenizer is not one ``safe_split`` holds for or a block is not text or a tool result.
+    ``tails``: tail text → (its first line, the count of the lines between, its last line), kept by
+    the caller across calls.
+
+    Why: in the failed state every call cuts every old output anew (its pointer names the call), and
+    the texts differ only in that line and a few others; counted whole, each call re-tokenized them
+    all (quadratic). Counted by parts, the lines already seen are dictionary hits (the same count).
+    Cut at: the start of a pointer (after the joining newline), its end ("….txt" then a newline),
+    the middle's and the tail's own safe places; the middle's closing newlines and the tail's first
+    line stay one part, and so do a block's last line and the next block's start (the join).
+    """
+    tokenizer = counter.tokenizer
+    if not isinstance(tokenizer, Tokenizer) or tokenizer.name not in SPLIT_ENCODINGS:
+        return None
+    text = counter.text
+    total, pieces, open_ = 0, [], ""
+    for j, b in enumerate(blocks):
+        sep = "\n" if j else ""
+        parts = cuts.get(j)
+        if parts is None or len(parts) != 3:
+            if isinstance(b, Text):
+                open_ += sep + b.text
+            elif isinstance(b, ToolResult):
+                open_ += sep + b.content
+            else:
+                return None
+            continue
+        pointer, middle, tail = parts
+        if open_ or sep:
+            pieces.append(open_ + sep)
+        hit = tails.get(tail)  # a re-cut keeps the same tail: split and counted once
+        if hit is None:
+            first, *inner = safe_split(tail)
+            last = inner.pop() if inner else None
+            hit = tails[tail] = (first, sum(map(text, inner)), last)
+        segments = safe_split(middle)
+        segments[-1] += hit[0]  # the middle ends with newlines: no safe place before the tail's first one
+        pieces.append(pointer)
+        if hit[2] is None:
+            pieces.extend(segments[:-1])
+            open_ = segments[-1]
+        else:
+            pieces.extend(segments)
+            total += hit[1]
+            open_ = hit[2]
+    if open_:
+        pieces.append(open_)
+    return total + sum(map(text, pieces))
 
 
 def _chars(m: Message) -> int:
@@ -166,30 +263,68 @@ class GeminiCli(Strategy):
             return None
         return self.compress(ctx, session, original, limit)
 
-    def truncate(self, history: tuple[Message, ...], call: int) -> tuple[Message, ...]:
-        """truncateHistoryToBudget: newest tool outputs first; once the budget is spent, older ones are cut."""
+    def truncate(self, history: tuple[Message, ...], call: int, session: Session | None = None
+                 ) -> tuple[Message, ...]:
+        """truncateHistoryToBudget: newest tool outputs first; once the budget is spent, older ones are cut.
+
+        With ``session``, estimates and output lengths are remembered per text and per message, a
+        message none of whose outputs exceed ``truncate_chars`` is passed over once the budget is
+        spent (cutting would leave it as it is), and a cut message that is its one result is counted
+        by parts (``cut_tokens``), its count handed to the counter so it is not tokenized whole.
+        Same result as walking everything: SRC l.145-227 (once the counter is over the budget every
+        older output takes the cut branch) and utils/fileUtils.ts l.704-709 @5411f113 (an output within
+        maxChars comes back as it is).
+        """
         if self.function_response_budget is None:
             return history
+        memo = session.state.setdefault("gemini_memo", ({}, {}, {})) if session is not None else ({}, {}, {})
+        estimates, longest, tails = memo
+        counter = session.meter.counter if session is not None else None
+
+        def estimate(text: str) -> int:
+            hit = estimates.get(id(text))
+            if hit is None or hit[0] is not text:
+                hit = estimates[id(text)] = (text, estimate_tokens(text))
+            return hit[1]
+
+        budget, limit = self.function_response_budget, self.truncate_chars
         used = 0
         out: list[Message] = []
         for m in reversed(history):
             if not m.tool_results:
                 out.append(m)
                 continue
+            if used > budget:  # every output from here on is cut: only those longer than the cut change
+                hit = longest.get(id(m))
+                if hit is None or hit[0] is not m:
+                    hit = longest[id(m)] = (m, max(len(r.content) for r in m.tool_results))
+                if hit[1] <= limit:
+                    out.append(m)
+                    continue
             blocks = list(m.blocks)
+            cuts: dict[int, tuple[str, ...]] = {}
             for j in range(len(blocks) - 1, -1, -1):
                 b = blocks[j]
                 if not isinstance(b, ToolResult):
                     continue
-                tokens = estimate_tokens(b.content)
-                if used + tokens > self.function_response_budget:
-                    cut = truncated_output(b.content, f"tool-outputs/compression_{call}_{b.tool_use_id}.txt",
-                                           self.truncate_chars)
+                tokens = estimate(b.content)
+                if used + tokens > budget:
+                    if len(b.content) <= limit:  # formatTruncatedToolOutput leaves it as it is
+                        used += tokens
+                        continue
+                    parts = cuts[j] = truncated_parts(b.content, f"tool-outputs/compression_{call}_{b.tool_use_id}.txt",
+                                                      limit)
+                    cut = "".join(parts)
                     blocks[j] = replace(b, content=cut)
                     used += estimate_tokens(cut)
                 else:
                     used += tokens
-            out.append(m.with_blocks(tuple(blocks)) if blocks != list(m.blocks) else m)
+            if cuts and blocks != list(m.blocks):
+                m = m.with_blocks(tuple(blocks))
+                counted = cut_tokens(counter, blocks, cuts, tails) if counter is not None else None
+                if counted is not None:
+                    counter.adopt((m,), (counted + MESSAGE_OVERHEAD,))
+            out.append(m)
         return tuple(reversed(out))
 
     def compress(self, ctx: Context, session: Session, original: int, limit: int) -> Outcome | None:
@@ -200,9 +335,9 @@ class GeminiCli(Strategy):
         history, pending = ctx.messages[len(head):step], ctx.messages[step:]
         if not history:
             return None
-        truncated = self.truncate(history, session.call_index)
+        truncated = self.truncate(history, session.call_index, session)
         if session.state.get("gemini_failed"):  # after a refused compression: truncation only
-            if truncated == history or sum(ctx.tok(m) for m in truncated) >= original:
+            if all(map(is_, truncated, history)) or sum(ctx.tok(m) for m in truncated) >= original:
                 return None
             after = ctx.replace((*head, *truncated, *pending))
             return Outcome(after, (event("truncate", ctx, after, touched=len(history),

@@ -81,14 +81,29 @@ class Goose(Strategy):
     retried after removing 0, 10, 20, 50, 100% of the tool-response messages middle-out; past
     100% Goose gives up (the session fails). The summary call is assumed to use the agent's
     window and ``summary_max_tokens`` output.
-    Evidence for the placement: the audit of agent.rs for issue 10; we could not re-read the line
-    (the repository snapshot is over the fetch limit), so the line numbers are not cited.
+    Verified line by line for issue 10 (the snapshot is over the fetch limit, so read through the
+    stored-file reader, which gives no line numbers: anchors are functions). block/goose@0086ae65
+    ``crates/goose/src/agents/agent.rs``: ``Agent::reply`` adds the user message, runs
+    ``check_if_compaction_needed`` once (skipped for a manual compact) and, over the threshold,
+    ``compact_messages(.., manual=false)`` before ``reply_internal``; in ``reply_internal``'s loop
+    only the ``Err(ProviderError::ContextLengthExceeded)`` arm compacts, then ``continue``s to retry
+    the call. block/goose@0036b819 ``context_mgmt/mod.rs``: ``check_if_compaction_needed`` (session
+    ``total_tokens`` else a count of the agent-visible messages; ratio > threshold; threshold ≤ 0
+    or ≥ 1 disables it), ``compact_messages`` (the latest agent-visible text-only user message is
+    preserved: invisible original, fresh text copy appended after the summary (role user) and the
+    continuation note), ``do_compact`` (agent-visible content, 0/10/20/50/100% middle-out retries
+    on a context-length error), ``format_message_for_compacting`` (thinking / reasoning omitted).
+    No divergence found in this pass. Deviation kept: Goose summarizes with ``complete_fast``
+    (the provider's fast model); we use the session's model.
     Version 2: the 80% check only at the start of a reply, not before every call of the tool loop.
     """
 
     name = "goose"
-    citation = SRC + " + crates/goose/src/agents/agent.rs (reply / reply_internal)"
-    version = 2
+    citation = SRC + " + block/goose@0086ae65 crates/goose/src/agents/agent.rs (reply / reply_internal)"
+    version = 3
+    summary_overhead = False
+    """The conversation goes into the compaction.md system prompt with no tools (strategies.md §8, compact_messages):
+    the summary request does not carry the agent's fixed overhead. Version 3: billed so."""
 
     estimator: str = "truth"
     threshold: float = 0.8

@@ -89,7 +89,10 @@ class OpenCode(Strategy):
     name = "opencode"
     citation = ("sst/opencode packages/opencode/src/session/compaction.ts @3df4a25506fb (tail) and classic "
                 "fork snapshots; session/overflow.ts @31e22f65e; provider/transform.ts @47767a7c")
-    version = 2
+    version = 3
+    summary_overhead = False
+    """The compaction agent has its own system prompt and no tools (strategies.md §1.4): the summary request
+    does not carry the agent's fixed overhead. Version 3: billed so."""
 
     estimator: str = "chars/4"
     generation: str = "classic"

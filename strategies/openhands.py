@@ -13,13 +13,15 @@ condensers forget events from the stored history.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
 from strategies._tools import latest_human_index, quote_latest_human, safe_cut, text_user
 from strategies.base import Outcome, Strategy, event
-from traces.model import Message, Text, ToolResult
+from traces.model import Block, Message, Text, ToolResult
 
 if TYPE_CHECKING:
     from bench.session import Session
@@ -100,7 +102,10 @@ class LLMSummarizing(Strategy):
 
     name = "openhands"
     citation = V1
-    version = 2
+    version = 3
+    summary_overhead = False
+    """The condenser's request is one user message (instructions, the previous summary, the forgotten events)
+    with no agent system prompt or tools (strategies.md §6.4-6.5): billed without the fixed overhead (version 3)."""
 
     estimator: str = "truth"
     generation: str = "v1"
@@ -231,12 +236,16 @@ class _ViewCondenser(Strategy):
         session.state["projection"] = (ctx.messages, sent)
         return sent
 
+    def touched(self, ctx: Context, sent: Context, session: Session) -> int:
+        """Stored messages the view does not send as they are."""
+        stored = {id(m) for m in ctx.messages}  # identity, in one pass (not a scan per message)
+        return len(ctx) - sum(1 for m in sent.messages if id(m) in stored)
+
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
         sent = self._sent(ctx, session)
         if sent is ctx:
             return None
-        stored = {id(m) for m in ctx.messages}  # identity, in one pass (not a scan per message)
-        touched = len(ctx) - sum(1 for m in sent.messages if id(m) in stored)
+        touched = self.touched(ctx, sent, session)
         return Outcome(ctx, (event(self.kind, ctx, sent, touched=touched, detail="sent view, rebuilt every step"),))
 
     def project(self, ctx: Context, session: Session) -> Context:
@@ -259,21 +268,180 @@ class ObservationMasking(_ViewCondenser):
 
     attention_window: int = 100
 
+    def _masked(self, m: Message, session: Session) -> Message:
+        """The placeholder for observation ``m``: one object per message, across calls."""
+        memo: dict[int, tuple[Message, Message]] = session.state.setdefault("masked", {})
+        cached = memo.get(id(m))
+        if cached is None or cached[0] is not m:
+            others = tuple(b for b in m.blocks if not isinstance(b, ToolResult))
+            cached = memo[id(m)] = (m, Message("user", (Text(MASKED), *others), meta={"masked": True}))
+        return cached[1]
+
     def view(self, ctx: Context, session: Session) -> tuple[Message, ...] | None:
+        """The from-scratch definition (kept for the cases ``_MaskView`` leaves to it)."""
         cutoff = len(ctx) - self.attention_window
         if not any(m.tool_results for m in ctx.messages[:max(cutoff, 0)]):
             return None
-        memo: dict[int, tuple[Message, Message]] = session.state.setdefault("masked", {})
-        out = []
-        for i, m in enumerate(ctx.messages):
-            if i < cutoff and m.tool_results:
-                cached = memo.get(id(m))
-                if cached is None or cached[0] is not m:
-                    others = tuple(b for b in m.blocks if not isinstance(b, ToolResult))
-                    cached = memo[id(m)] = (m, Message("user", (Text(MASKED), *others), meta={"masked": True}))
-                m = cached[1]
-            out.append(m)
+        out = [self._masked(m, session) if i < cutoff and m.tool_results else m for i, m in enumerate(ctx.messages)]
         return render(out, ctx.messages)
+
+    def _sent(self, ctx: Context, session: Session) -> Context:
+        """Incremental while the stored history only grows (it always does here): the view of the
+        previous call is updated for the appended messages and the observations that left the window
+        (``_MaskView``); anything else is rebuilt from scratch by ``view``, with the same result."""
+        cached = session.state.get("projection")
+        if cached is not None and cached[0] is ctx.messages:
+            return cached[1]
+        state: _MaskView | None = session.state.get("mask_view")
+        if state is None or not state.follows(ctx):
+            state = _MaskView(ctx)
+        if state.advance(ctx, self.attention_window, lambda m: self._masked(m, session)):
+            sent = state.sent
+        else:  # the first human turn or the system prompt is itself masked: render re-inserts it
+            state = None
+            msgs = self.view(ctx, session)
+            sent = ctx if msgs is None else ctx.replace(msgs)
+        session.state["mask_view"] = state
+        session.state["projection"] = (ctx.messages, sent)
+        return sent
+
+    def touched(self, ctx: Context, sent: Context, session: Session) -> int:
+        state: _MaskView | None = session.state.get("mask_view")
+        if state is None or state.messages is not ctx.messages or state.sent is not sent:
+            return super().touched(ctx, sent, session)
+        return len(ctx) - state.kept
+
+
+class _MaskView:
+    """``ObservationMasking``'s view, kept between calls (in ``session.state``) and moved by what
+    changed: the appended messages and the observations that left the attention window.
+
+    ``render`` depends on the whole view only through two id multisets: the results sent
+    (``answered``: a call whose results are all there is complete) and the calls of complete
+    messages (``calls``: a result without one is stripped). Both are kept as counts; when an id's
+    count reaches or leaves zero, only the messages holding that id are looked at again.
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        self.messages: tuple[Message, ...] = ()
+        self.meter = ctx.meter
+        self.cutoff = 0
+        self.any_masked = False
+        self.first_human = -1
+        self.pre: list[Message] = []
+        """Per stored position: the message after masking (itself, or its placeholder)."""
+        self.slots: list[Message | None] = []
+        """Per stored position: what is sent for it (None: dropped by ``render``)."""
+        self.complete: list[bool] = []
+        self.contrib: list[tuple[str, ...]] = []
+        """Per position: the call ids it adds to ``calls`` (its uses when complete)."""
+        self.answered: dict[str, int] = {}
+        self.calls: dict[str, int] = {}
+        self.uses_at: dict[str, list[int]] = {}
+        self.results_at: dict[str, list[int]] = {}
+        self.cuts: dict[int, tuple[Message, tuple[Block, ...], Message]] = {}
+        """Position → (message, its blocks left, the message cut to them): results without a call stripped."""
+        self.kept = 0
+        """Positions sent as the stored message itself (for the event's ``touched``)."""
+        self.sent = ctx.replace(())
+
+    def follows(self, ctx: Context) -> bool:
+        """Is ``ctx`` the history this view was made from, with messages appended, same meter?"""
+        old, new = self.messages, ctx.messages
+        return ctx.meter is self.meter and len(new) >= len(old) and all(map(is_, old, new))
+
+    def advance(self, ctx: Context, window: int, mask: Callable[[Message], Message]) -> bool:
+        """Bring the view up to ``ctx``; False when render's re-insertions would apply (left to ``view``)."""
+        msgs = ctx.messages
+        n_old, n = len(self.messages), len(msgs)
+        cutoff = max(self.cutoff, n - window)
+        if self.first_human < 0:
+            self.first_human = next((i for i in range(n_old, n) if msgs[i].is_human_turn), -1)
+        fh = self.first_human
+        if (fh >= 0 and fh < cutoff and msgs[fh].tool_results) or (
+                n and msgs[0].role == "system" and msgs[0].tool_results and cutoff > 0):
+            return False
+        flip_answered: set[str] = set()
+        dirty: set[int] = set(range(n_old, n))
+        for k in range(n_old, n):
+            m = msgs[k]
+            self.pre.append(m)
+            self.slots.append(None)
+            self.complete.append(False)
+            self.contrib.append(())
+            for u in m.tool_uses:
+                self.uses_at.setdefault(u.id, []).append(k)
+            for r in m.tool_results:
+                self.results_at.setdefault(r.tool_use_id, []).append(k)
+                if _bump(self.answered, r.tool_use_id, 1):
+                    flip_answered.add(r.tool_use_id)
+        for k in range(max(self.cutoff, 0), cutoff):
+            m = msgs[k]
+            if not m.tool_results:
+                continue
+            self.any_masked = True
+            placeholder = self.pre[k] = mask(m)
+            for r in m.tool_results:
+                if _bump(self.answered, r.tool_use_id, -1):
+                    flip_answered.add(r.tool_use_id)
+            for u in placeholder.tool_uses:  # a placeholder keeps the message's other blocks
+                self.uses_at.setdefault(u.id, []).append(k)
+            dirty.add(k)
+        self.cutoff = cutoff
+        for i in flip_answered:
+            dirty.update(self.uses_at.get(i, ()))
+        flip_calls: set[str] = set()
+        for k in dirty:
+            m = self.pre[k]
+            answered = self.answered
+            complete = not m.tool_uses or all(answered.get(u.id, 0) > 0 for u in m.tool_uses)
+            contrib = tuple(u.id for u in m.tool_uses) if complete else ()
+            self.complete[k] = complete
+            if contrib != self.contrib[k]:
+                for i in self.contrib[k]:
+                    if _bump(self.calls, i, -1):
+                        flip_calls.add(i)
+                for i in contrib:
+                    if _bump(self.calls, i, 1):
+                        flip_calls.add(i)
+                self.contrib[k] = contrib
+        for i in flip_calls:
+            dirty.update(self.results_at.get(i, ()))
+        for k in dirty:
+            self._settle(k, msgs[k])
+        self.messages = msgs
+        if not self.any_masked:
+            self.sent = ctx
+        else:
+            base = self.sent if self.sent.meter is ctx.meter else ctx
+            self.sent = base.replace(tuple(filter(None, self.slots)))
+        return True
+
+    def _settle(self, k: int, stored: Message) -> None:
+        """Position ``k``'s sent message from its masked form, ``complete`` and ``calls``."""
+        before = self.slots[k]
+        m = self.pre[k] if self.complete[k] else None
+        if m is not None and any(self.calls.get(r.tool_use_id, 0) <= 0 for r in m.tool_results):
+            calls = self.calls
+            blocks = tuple(b for b in m.blocks
+                           if not (isinstance(b, ToolResult) and calls.get(b.tool_use_id, 0) <= 0))
+            cut = self.cuts.get(k)
+            if not blocks:
+                m = None
+            elif cut is not None and cut[0] is m and cut[1] == blocks:
+                m = cut[2]  # the same cut of the same message as before: the same object
+            else:
+                cut = self.cuts[k] = (m, blocks, replace(m, blocks=blocks))
+                m = cut[2]
+        self.kept += (m is stored) - (before is stored)
+        self.slots[k] = m
+
+
+def _bump(counts: dict[str, int], key: str, by: int) -> bool:
+    """Add ``by`` to ``counts[key]``; True when the count went from zero to positive or back."""
+    was = counts.get(key, 0)
+    now = counts[key] = was + by
+    return (was > 0) != (now > 0)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,7 +2,8 @@
 
 Real sessions carry the agent's version on every record (Claude Code's ``version``, Codex's
 ``cli_version``, ...). Generations of one agent that decide differently are separate registry
-variants; this table maps an (agent, version range) to the variant, with the evidence for it.
+variants; this table maps an (agent, version range[, provider]) to the variant, with the evidence
+for it (Codex compacts on the server for OpenAI providers, locally for the others).
 Adding an agent or a generation is one ``Generation`` line in ``GENERATIONS``.
 """
 
@@ -25,8 +26,13 @@ class Generation:
     until: Version | None = None
     """Exclusive upper bound; None = up to today."""
     source: str = ""
+    providers: tuple[str, ...] = ()
+    """Only sessions recorded with one of these model providers (Codex's ``model_provider``);
+    empty = any. A session that records no provider is taken to use the agent's default."""
 
-    def covers(self, version: Version | None) -> bool:
+    def covers(self, version: Version | None, provider: str | None = None) -> bool:
+        if provider and self.providers and provider.lower() not in self.providers:
+            return False
         if version is None:  # an unversioned session runs as the current generation
             return self.until is None
         return (self.since is None or version >= self.since) and (self.until is None or version < self.until)
@@ -41,10 +47,21 @@ GENERATIONS: tuple[Generation, ...] = (
                "matches the recorded v2.1.38 sessions at delta 0)"),
     Generation("codex", "codex:2025", None, (0, 50),
                "Sept-Oct 2025: flat 256,000 limit and the history-bridge message (codex-rs/core/src/compact.rs)"),
+    Generation("codex", "codex:remote", (0, 63), (0, 140),
+               "remote compaction for OpenAI providers (compact.rs@0100b103:35-40, on by default since PR "
+               "#6866, Nov 2025; issue #7321 shows 0.63.0 running it; the recorded 0.104 rollout's "
+               "compacted record holds an opaque compaction item); same 90% trigger",
+               providers=("openai",)),
     Generation("codex", "codex", (0, 50), (0, 140),
-               "auto_compact_token_limit = 90% of context_window (protocol/src/openai_models.rs)"),
+               "auto_compact_token_limit = 90% of context_window (protocol/src/openai_models.rs); "
+               "local compaction (non-OpenAI providers after 0.63)"),
+    Generation("codex", "codex:0.140-remote", (0, 140), None,
+               "90% of the effective window, remote compaction for OpenAI / Azure providers "
+               "(supports_remote_compaction; issue #28592 shows 0.140.0 compacting remotely)",
+               providers=("openai", "azure")),
     Generation("codex", "codex:0.140", (0, 140), None,
-               "90% of the effective window (context_window x effective_context_window_percent 95 / 100)"),
+               "90% of the effective window (context_window x effective_context_window_percent 95 / 100), "
+               "local compaction for the other providers"),
     Generation("cline", "cline:sdk", None, None,
                "the 2026 SDK (sdk/packages/core/src/extensions/context); older sessions have no version"),
     Generation("opencode", "opencode", None, None, "sst/opencode session/compaction.ts"),
@@ -72,13 +89,14 @@ def parse_version(text: str | None) -> Version | None:
     return tuple(int(p) for p in parts) or None
 
 
-def matching_strategy(agent: str, version: str | None) -> str | None:
-    """The registry variant for a session of ``agent`` recorded at ``version``; None when the agent
-    has no strategy here. An unparseable or missing version means the current generation."""
+def matching_strategy(agent: str, version: str | None, provider: str | None = None) -> str | None:
+    """The registry variant for a session of ``agent`` recorded at ``version`` with ``provider``;
+    None when the agent has no strategy here. An unparseable or missing version means the current
+    generation."""
     parsed = parse_version(version)
     rows = [g for g in GENERATIONS if g.agent == agent]
     for g in rows:
-        if g.covers(parsed):
+        if g.covers(parsed, provider):
             return g.strategy
-    current = [g for g in rows if g.until is None]
+    current = [g for g in rows if g.covers(None, provider)]
     return current[0].strategy if current else None

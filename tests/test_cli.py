@@ -37,7 +37,7 @@ def test_run_writes_every_output_and_prints_the_table(tmp_path, trace_file, caps
     calls = pd.read_csv(run_dir / "calls.csv")
     assert len(calls[(calls.kind == "agent") & (calls.strategy == "none")]) == 7
     info = json.loads((run_dir / "run.json").read_text())
-    assert info["schema_version"] == SCHEMA_VERSION and info["config"]["model"] == "claude-sonnet-4-5"
+    assert info["schema_version"] == SCHEMA_VERSION and info["config"]["model"] == "recorded"
     assert info["traces"][0]["sha256"] and info["tokenizer"] == "cl100k_base"
     assert {s["label"] for s in info["strategies"]} == {"none", "opencode"}
 

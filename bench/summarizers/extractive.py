@@ -39,6 +39,8 @@ QUOTED_REQUEST = re.compile(r"The user's latest message:\n(.+)\Z", re.S)
 def _errors_in(text: str) -> tuple[str, ...]:
     """Error-looking lines of one tool output, once per distinct text (every strategy summarizes
     the same recorded outputs)."""
+    if not ERROR_LINE.search(text):  # one scan of the whole text; a line's match is a match in it
+        return ()
     return tuple(line.strip()[:200] for line in text.splitlines() if ERROR_LINE.search(line))
 
 

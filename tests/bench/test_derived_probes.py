@@ -128,3 +128,106 @@ def test_files_modified_f1_after_a_replay_that_forgot_two_files():
     none = replay(TRACE, strategies.build("none"), ReplayConfig(profile("claude-sonnet-4-5")),
                   counter=TokenCounter(), observers=(needle_observer(TRACE),))
     assert artifact_f1(probe_frame([none])).f1.tolist() == [1.0]
+
+
+# -- probes that can fail: early facts relied on later, every failing command, "only" constraints --------
+
+def _session_with_an_early_fact():
+    """The user states a build id early; nothing repeats it until the agent uses it six calls later."""
+    msgs = [M("system", "You are a coding agent."),
+            M("user", "Deploy with release tag REL-4471 when the tests pass. Only touch src/."),
+            A(ToolUse("b0", "Bash", {"command": "make test"})),
+            R(ToolResult("b0", "Traceback (most recent call last):\nImportError: no module named yaml", is_error=True))]
+    for k in range(1, 8):
+        msgs += [A(ToolUse(f"b{k}", "Bash", {"command": f"make step{k}"})),
+                 R(ToolResult(f"b{k}", f"step {k} ok" if k != 4 else "make: *** [step4] Error 2"))]
+    msgs += [A(ToolUse("d", "Bash", {"command": "deploy --tag REL-4471"})), R(ToolResult("d", "deployed")),
+             M("assistant", "Deployed.")]
+    return Trace("early", tuple(msgs))
+
+
+def test_an_early_fact_the_session_relies_on_is_derived():
+    needles = {n.id: n for n in derive_needles(_session_with_an_early_fact())}
+    early = [n for n in needles.values() if n.id.startswith("derived:early:")]
+    assert [(n.answer, n.kind, n.message_index) for n in early] == [("REL-4471", "fact", 1)]
+    # three failing commands: the last is derived:error, the earlier distinct ones follow, earliest first
+    assert needles["derived:error"].answer == "make: *** [step4] Error 2"
+    assert needles["derived:error:1"].answer == "ImportError: no module named yaml"
+    assert needles["derived:error:1"].reference == "make test"
+    assert "Only touch src/." in [n.answer for n in needles.values() if n.kind == "constraint"]
+
+
+def test_a_passing_tally_is_not_an_error():
+    trace = Trace("ok", (M("user", "run the tests"), A(ToolUse("b", "Bash", {"command": "mix test"})),
+                         R(ToolResult("b", "84 tests, 0 failures")), M("assistant", "All green.")))
+    assert not [n for n in derive_needles(trace) if n.kind == "error"]
+
+
+def test_a_strategy_that_drops_the_early_fact_loses_it_and_none_keeps_it():
+    """Scored at the compaction and at the end: the summary keeps the request's gist, not the tag."""
+    from dataclasses import dataclass
+
+    import strategies
+    from bench.pricing import profile
+    from bench.probes import needle_observer, probe_frame
+    from bench.replay import ReplayConfig, replay
+    from bench.tokens import TokenCounter
+    from strategies.base import Outcome, Strategy, event
+
+    trace = _session_with_an_early_fact()
+
+    @dataclass(frozen=True, kw_only=True)
+    class DropEarly(Strategy):
+        name = "drop-early"
+
+        def before_call(self, ctx, session):
+            if session.call_index != 5:
+                return None
+            m = ctx.messages
+            new = ctx.replace((m[0], M("user", "Summary: deploy once the tests pass; step 4 failed."), *m[-2:]))
+            return Outcome(new, (event("summarize", ctx, new),))
+
+    def early_rows(strategy):
+        result = replay(trace, strategy, ReplayConfig(profile("claude-sonnet-4-5")), counter=TokenCounter(),
+                        label=strategy.name, observers=(needle_observer(trace),))
+        p = probe_frame([result])
+        return p[p.needle.str.startswith("derived:early:")].set_index("moment")
+
+    dropped, kept = early_rows(DropEarly()), early_rows(strategies.build("none"))
+    assert dropped.loc["compaction", "cls"] == "missing" and not dropped.loc["compaction", "retained"]
+    assert kept.loc["end", "retained"] and "compaction" not in kept.index
+    assert (kept.source == "derived").all()
+
+
+def test_derived_needles_are_computed_once_per_trace(monkeypatch):
+    import bench.derived_probes as dp
+    from bench.probes import derived_needles
+
+    calls = []
+    real = dp.derive_needles
+    monkeypatch.setattr(dp, "derive_needles", lambda t: calls.append(t.id) or real(t))
+    trace = Trace("early-cached", _session_with_an_early_fact().messages)
+    copy = Trace(trace.id, tuple(trace.messages))  # the same trace, unpickled in another job
+    assert derived_needles(trace) == derived_needles(copy) == derived_needles(trace)
+    assert calls == ["early-cached"]
+
+
+def test_on_a_real_session_the_early_facts_tell_strategies_apart(shared_traces):
+    """A real Claude Code session: right after a compaction, an LLM-summary strategy and Claude Code's
+    own compaction have lost early facts the session uses later; none never compacts and keeps them."""
+    import strategies
+    from bench.pricing import profile
+    from bench.probes import needle_observer, probe_frame, retention_by_kind
+    from bench.replay import ReplayConfig, replay
+    from bench.tokens import TokenCounter
+    from traces.formats import load
+
+    path = shared_traces / "claude-code__marot-spotter" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+    trace = next(t for t in load([str(path)]).traces if len(t.messages) > 100)
+    assert any(n.id.startswith("derived:early:") for n in derive_needles(trace))
+    counter = TokenCounter()
+    results = [replay(trace, strategies.build(name), ReplayConfig(profile("claude-opus-4-6")), counter=counter,
+                      label=name, observers=(needle_observer(trace),)) for name in ("none", "llm-summary")]
+    by_kind = retention_by_kind(probe_frame(results), moment=None).set_index(["strategy", "kind"]).retention
+    assert by_kind[("none", "early fact")] == 1.0
+    assert by_kind[("llm-summary", "early fact")] < 0.9

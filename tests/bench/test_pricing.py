@@ -66,3 +66,19 @@ def test_window_check_uses_input_limit_and_output_room():
 def test_unknown_model_is_refused_with_suggestions():
     with pytest.raises(UnknownModelError, match=r"no price for model 'claude-sonet-4-5'.*Did you mean claude-sonnet-4-5"):  # noqa: E501
         profile("claude-sonet-4-5")
+
+
+def test_a_changed_price_file_changes_the_task_key(tmp_path):
+    """Rows billed at old prices are never resumed: the task key hashes the prices the run bills with."""
+    import strategies
+    from bench.runner import RunConfig, _prices_key, task_key
+
+    prices = tmp_path / "p.toml"
+    prices.write_text('[models."m"]\ninput = 1.0\n', encoding="utf-8")
+    spec = strategies.parse_spec("none")
+    before = task_key("sha", spec, RunConfig(prices=(str(prices),)))
+    assert before == task_key("sha", spec, RunConfig(prices=(str(prices),)))
+    prices.write_text('[models."m"]\ninput = 2.0\n', encoding="utf-8")
+    _prices_key.cache_clear()
+    assert task_key("sha", spec, RunConfig(prices=(str(prices),))) != before
+    assert task_key("sha", spec, RunConfig()) != before

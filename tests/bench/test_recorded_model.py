@@ -72,3 +72,110 @@ def test_a_run_prices_an_unknown_model_from_prices_file(tmp_path, monkeypatch, c
     prices.write_text('[models."acme-coder-2"]\nprovider = "acme"\ninput = 1.0\noutput = 2.0\ncache_read = 0.1\n'
                       'context_window = 400_000\nmax_output = 8_000\nmin_cache_prefix = 1_024\n', encoding="utf-8")
     assert main([*args, "--prices", str(prices)]) == 0
+
+
+# --- the default: each real trace as the model it recorded, synthetic ones as the run's model -----------
+
+def _recorded_trace(model: str, result: str = "") -> Trace:
+    from traces.model import ToolResult, ToolUse
+
+    msgs = [Message.text_message("system", "You are Codex."), Message.text_message("user", "go " * 300)]
+    if result:
+        msgs += [Message("assistant", (ToolUse("c0", "shell", {}),), meta={"model": model}),
+                 Message("user", (ToolResult("c0", result),))]
+    msgs.append(Message.text_message("assistant", "done " * 50, meta={"model": model}))
+    return Trace(f"t-{model}", tuple(msgs), agent="codex", model=model)
+
+
+def test_the_default_model_is_recorded_on_the_command_line_and_in_the_api() -> None:
+    from bench.cli import parser
+    from bench.pricing import RECORDED
+    from bench.runner import RunConfig
+
+    args = parser().parse_args(["run"])
+    assert args.model == RECORDED == RunConfig().model  # compaction_bench.run builds a RunConfig
+
+
+def test_a_synthetic_trace_gets_the_run_model_and_a_recorded_one_its_own() -> None:
+    """Under the default, a trace that records no model is billed as DEFAULT_MODEL (sonnet), one that
+    records haiku as haiku; forcing --model applies that model to both."""
+    from bench.pricing import DEFAULT_MODEL
+    from bench.runner import RunConfig, _trace_window, run_task
+    from traces.synthetic import generate
+
+    synthetic = generate("short", seed=0)
+    assert synthetic.model is None
+    haiku = Trace("h", tuple(Message.text_message(m.role, m.text, meta={"model": "claude-haiku-4-5"})
+                             if m.role == "assistant" else m for m in _switching_trace().messages),
+                  agent="claude-code", model="claude-haiku-4-5")
+    candidates = ("claude-haiku-4-5", DEFAULT_MODEL, "claude-opus-4-6")
+
+    def billed_as(trace: Trace, config: RunConfig) -> set[str]:
+        result = run_task(trace, TokenCounter(), strategies.parse_spec("none"), config)
+        assert not result.error, result.error
+        return {next((name for name in candidates if c.cost_no_cache == pytest.approx(
+                     profile(name).cost_without_cache(c.prompt_tokens, c.output_tokens))), "?")
+                for c in result.calls if c.kind == "agent"}
+
+    default = RunConfig(truth="cl100k", executor="local", workers=1)
+    assert billed_as(synthetic, default) == {DEFAULT_MODEL}
+    assert billed_as(haiku, default) == {"claude-haiku-4-5"}
+    forced = RunConfig(truth="cl100k", executor="local", workers=1, model="claude-opus-4-6")
+    assert billed_as(synthetic, forced) == billed_as(haiku, forced) == {"claude-opus-4-6"}
+    assert _trace_window(default, synthetic) == profile(DEFAULT_MODEL).context_window
+    assert _trace_window(default, _recorded_trace("gpt-5.1")) == profile("gpt-5.1").context_window
+
+
+def test_every_shared_trace_resolves_its_model_under_the_default(shared_traces) -> None:
+    """Every model that occurs in ../shared/traces (per trace and per call) has a price and a window."""
+    from bench.pricing import profile_for, recorded_id
+    from bench.replay import recorded_profile
+    from bench.runner import RunConfig
+    from traces.formats import load
+
+    result = load([str(shared_traces)])
+    assert result.traces
+    seen = set()
+    for trace in result.traces:
+        seen.add(profile_for(RunConfig().model, trace.model).canonical_id)  # raises UnknownModelError if not
+        for m in trace.messages:
+            model = recorded_id(m.meta.get("model")) if m.role == "assistant" else None
+            if model:
+                seen.add(recorded_profile(model, m.meta.get("context_window")).canonical_id)
+    assert len(seen) > 5  # many distinct models, not everything collapsed onto the default
+
+
+def test_aider_cache_mark_and_model_less_records_resolve() -> None:
+    from bench.pricing import DEFAULT_MODEL, RECORDED, profile_for, recorded_id
+
+    assert recorded_id("claude-3-5-sonnet-20240620\u26a1") == "claude-3-5-sonnet-20240620"
+    assert recorded_id("replay") is None and recorded_id("<synthetic>") is None and recorded_id(None) is None
+    assert profile_for(RECORDED, "replay").id == DEFAULT_MODEL
+
+
+# --- the *-codex alias: the strategy sees the id the session used -----------------------------------
+
+def test_an_alias_keeps_the_id_the_session_used_and_the_base_prices() -> None:
+    alias, base = profile("gpt-5.1-codex"), profile("gpt-5.1")
+    assert (alias.id, alias.canonical_id, base.id, base.canonical_id) == ("gpt-5.1-codex", "gpt-5.1", "gpt-5.1",
+                                                                         "gpt-5.1")
+    assert alias.rates == base.rates and alias.context_window == base.context_window
+
+
+@pytest.mark.parametrize("as_forced", [False, True])
+def test_a_codex_alias_trace_gets_token_truncation_and_its_base_byte_truncation(as_forced: bool) -> None:
+    """models.json truncation_policy (strategies/codex.py): Tokens(10_000) for *-codex, Bytes(10_000)
+    otherwise. A 40,000-byte tool output stays whole under the token budget (48,000 bytes) and is cut to
+    12,000 bytes under the byte budget."""
+    long = "".join(f"{i:07d}\n" for i in range(5_000))  # 40,000 bytes
+
+    def kept(model: str) -> int:
+        trace = _recorded_trace(model, long)
+        run_model = profile(model) if as_forced else profile("claude-sonnet-4-5")
+        config = ReplayConfig(run_model, recorded_models=not as_forced)
+        result = replay(trace, strategies.build("codex"), config, counter=TokenCounter())
+        cut = [e for e in result.events if e.hook == "on_tool_result"]
+        return len(cut)
+
+    assert kept("gpt-5.1-codex") == 0  # within Tokens(10_000): nothing cut
+    assert kept("gpt-5.1") == 1  # Bytes(10_000): cut

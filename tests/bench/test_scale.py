@@ -215,5 +215,64 @@ def test_the_report_reads_the_parquet_store_when_no_csv_was_written(tmp_path):
     exported = reports.load(_run(tmp_path, "c", "--executor", "local"))
     stored = reports.load(_run(tmp_path, "n", "--executor", "local", "--csv", "no"))
     assert not (tmp_path / "n" / "calls.csv").exists()
-    pd.testing.assert_frame_equal(exported.calls, stored.calls, check_dtype=False)
+    pd.testing.assert_frame_equal(exported.calls.per_task, stored.calls.per_task, check_dtype=False)
     assert len(stored.events) == len(exported.events) and len(stored.probes) == len(exported.probes) > 0
+
+
+def _pandas_scores(rows: list[dict]) -> dict:
+    """The per-task scores as bench.probes computes them for many tasks (the reference)."""
+    import math
+
+    from bench.probes import cliff_rounds, false_positive_rate, retention
+
+    frame = pd.DataFrame(rows)
+    ret, fpr, cliff = retention(frame), false_positive_rate(frame), cliff_rounds(frame)
+    first = cliff.cliff_round.iloc[0] if len(cliff) else pd.NA
+    return {"retention": float(ret.retention.iloc[0]) if len(ret) else math.nan,
+            "false_positive_rate": float(fpr.false_positive_rate.iloc[0]) if len(fpr) else math.nan,
+            "cliff_round": None if first is pd.NA else int(first)}
+
+
+def _same(a: dict, b: dict) -> bool:
+    import math
+
+    return all((isinstance(a[k], float) and isinstance(b[k], float) and math.isnan(a[k]) and math.isnan(b[k]))
+               or a[k] == b[k] for k in a) and a.keys() == b.keys()
+
+
+def test_one_pass_probe_scores_equal_the_pandas_ones():
+    """bench.probes.probe_scores (the worker's fast path) gives bench.probes' floats on real replays and edge cases."""
+    import strategies
+    from bench.attribution import shipped_counts
+    from bench.probes import probe_scores
+    from bench.runner import run_task, shared_counter
+    from bench.tokens import TokenCounter
+    from traces.synthetic import generate
+
+    config = RunConfig(strategies=("none", "opencode", "codex", "observation-masking"))
+    checked = 0
+    for scenario in ("short", "reads"):
+        trace = generate(scenario, seed=3)
+        counts = shipped_counts(trace, TokenCounter(), model=config.model, truth=config.truth)
+        counter = shared_counter(trace, counts)
+        for spec in map(strategies.parse_spec, config.strategies):
+            rows = run_task(trace, counter, spec, config).probes
+            assert rows, (scenario, spec.label)
+            fast, slow = probe_scores(rows), _pandas_scores(rows)
+            assert _same(fast, slow), (scenario, spec.label, fast, slow)
+            checked += any(r["moment"] == "compaction" for r in rows)
+    assert checked  # some replay compacted, so the cliff path ran on real rows
+    row = {"strategy": "s", "trace": "t", "needle": "n", "planted": 0}
+    cases = [
+        [{**row, "moment": "end", "needle_kind": "fact", "cls": "stale", "retained": False, "round": 0}],
+        [{**row, "moment": "end", "needle_kind": "control", "cls": "false-positive", "retained": False, "round": 0},
+         {**row, "moment": "end", "needle_kind": "control", "cls": "absent", "retained": False, "round": 0},
+         {**row, "moment": "end", "needle_kind": "control", "cls": "absent", "retained": False, "round": 0}],
+        [{**row, "moment": "compaction", "needle_kind": "fact", "cls": c, "retained": c == "retained-verbatim",
+          "round": r} for r, c in ((2, "retained-verbatim"), (1, "missing"), (1, "retained-verbatim"),
+                                   (2, "stale"), (3, "missing"))]
+        + [{**row, "moment": "end", "needle_kind": "fact", "cls": "retained-verbatim", "retained": True, "round": 0}],
+    ]
+    for rows in cases:
+        assert _same(probe_scores(rows), _pandas_scores(rows)), rows
+    assert probe_scores(cases[2])["cliff_round"] == 3 and probe_scores(cases[1])["false_positive_rate"] == 1 / 3

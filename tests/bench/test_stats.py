@@ -100,3 +100,15 @@ def test_compare_to_baseline_pairs_by_trace():
 
 def test_median_iqr():
     assert median_iqr([1, 2, 3, 4, 5]) == {"n": 5, "median": 3.0, "iqr": 2.0}
+
+
+def test_weighted_bootstrap_is_the_weighted_mean_and_a_zero_weight_pair_does_not_count():
+    a, b = [1.0, 2.0, 3.0, 50.0], [2.0, 2.5, 3.0, 0.0]
+    plain = paired_bootstrap(a[:3], b[:3], resamples=500, seed=1)
+    unit = paired_bootstrap(a[:3], b[:3], resamples=500, seed=1, weights=[1, 1, 1])
+    assert (unit.mean_diff, unit.ci_low, unit.ci_high) == pytest.approx((plain.mean_diff, plain.ci_low, plain.ci_high))
+    w = paired_bootstrap(a, b, resamples=500, seed=1, weights=[1, 3, 0, 0])
+    assert w.mean_diff == pytest.approx((1 * 1.0 + 3 * 0.5) / 4) and w.n == 2
+    assert w.ci_high <= 1.0 and w.ci_low >= 0.5  # the -50 of the zero-weight pair never enters
+    with pytest.raises(ValueError, match="weights"):
+        paired_bootstrap(a, b, weights=[1, 2])

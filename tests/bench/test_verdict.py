@@ -107,3 +107,67 @@ def test_verdict_json_round_trips() -> None:
 def test_feasible_mask_excludes_overflows() -> None:
     totals = pd.DataFrame({"strategy": ["a", "b"], "overflows": [0, 3]})
     assert bv.feasible_mask(totals).tolist() == [True, False]
+
+
+def _tiny_and_large() -> pd.DataFrame:
+    """One tiny trace (2 calls, 1K tokens) and one large one (200 calls, 150K tokens).
+
+    A keeps everything on the tiny trace but 92% on the large one; B loses 15% of the tiny trace's
+    needles but keeps 99% on the large one. A is cheaper on both.
+    """
+    size = {"tiny": (2, 1_000), "large": (200, 150_000)}
+    cells = {("none", "tiny"): (0.01, 1.0), ("none", "large"): (10.0, 1.0),
+             ("A", "tiny"): (0.005, 1.0), ("A", "large"): (4.0, 0.92),
+             ("B", "tiny"): (0.006, 0.85), ("B", "large"): (5.0, 0.99)}
+    return pd.DataFrame([{"trace": t, "strategy": s, "cost": c, "retention": r, "overflows": 0,
+                          "calls": size[t][0], "peak_context": size[t][1] if s == "none" else size[t][1] // 3,
+                          "error": "", "failed": ""} for (s, t), (c, r) in cells.items()])
+
+
+def test_weighting_changes_the_means_and_the_recommendation_as_computed_by_hand() -> None:
+    results = _tiny_and_large()
+    assert bv.trace_weights(results, "tokens").to_dict() == {"tiny": 1_000.0, "large": 150_000.0}  # none's peak
+    assert bv.trace_weights(results, "calls").to_dict() == {"tiny": 2.0, "large": 200.0}
+    equal = bv.aggregate(results).set_index("strategy")
+    tokens = bv.aggregate(results, "tokens").set_index("strategy")
+    calls = bv.aggregate(results, "calls").set_index("strategy")
+    assert equal.retention["A"] == pytest.approx((1.0 + 0.92) / 2)
+    assert equal.retention["B"] == pytest.approx((0.85 + 0.99) / 2)
+    assert tokens.retention["A"] == pytest.approx((1_000 * 1.0 + 150_000 * 0.92) / 151_000)
+    assert tokens.retention["B"] == pytest.approx((1_000 * 0.85 + 150_000 * 0.99) / 151_000)
+    assert calls.cost["B"] == pytest.approx((2 * 0.006 + 200 * 5.0) / 202)
+    assert tokens.overflows["A"] == equal.overflows["A"] == 0  # counts stay totals
+
+    # equal: A's 96% is within 5 points of none, B's 92% is not; by tokens it is the other way round
+    v_equal, v_tokens = bv.decide(results), bv.decide(results, weight="tokens")
+    assert v_equal.recommended == "A" and v_tokens.recommended == "B"
+    assert v_equal.weighting.startswith("equal weight per trace")
+    assert v_tokens.weighting.startswith("each trace weighted by its size in tokens")
+    assert json.loads(v_tokens.to_json())["weighting"] == v_tokens.weighting
+
+
+def test_weighted_paired_comparison_uses_the_trace_weights() -> None:
+    results = _tiny_and_large()
+    c = bv.paired(results, "A", "B", "cost", weight="tokens")
+    assert c.n == 2
+    assert c.mean_diff == pytest.approx((1_000 * 0.001 + 150_000 * 1.0) / 151_000)
+    assert bv.paired(results, "A", "B", "cost").mean_diff == pytest.approx((0.001 + 1.0) / 2)
+    with pytest.raises(ValueError, match="--weight 'size'"):
+        bv.decide(results, weight="size")
+
+
+def test_the_report_tables_follow_the_run_weight() -> None:
+    from reports import scoring
+
+    results = _tiny_and_large()
+    assert scoring.weight({"config": {"weight": "tokens"}}) == "tokens"
+    assert scoring.weight({"config": {}}) == "equal"  # runs from before --weight
+    comp = scoring.comparisons(results, resamples=200, weighting="tokens").set_index(["strategy", "metric"])
+    assert comp.loc[("A", "retention"), "mean_diff"] == pytest.approx((150_000 * (0.92 - 1.0)) / 151_000)
+    assert scoring.comparisons(results, resamples=200).set_index(["strategy", "metric"]).loc[
+        ("A", "retention"), "mean_diff"] == pytest.approx(-0.04)
+    totals = pd.DataFrame({"strategy": ["A", "B", "none"], "retention": [0.0, 0.0, 0.0], "cost": [1.0, 2.0, 3.0]})
+    weighted = scoring.weighted_totals(totals, results, "calls").set_index("strategy")
+    assert weighted.retention["B"] == pytest.approx((2 * 0.85 + 200 * 0.99) / 202)
+    assert weighted.cost["B"] == 2.0  # sums and other columns untouched
+    assert scoring.weighted_totals(totals, results, "equal") is totals

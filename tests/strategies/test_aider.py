@@ -30,7 +30,17 @@ class Recording:
 
 
 def sized(role: str, i: int) -> Message:
-    return Message.text_message(role, "alpha " * 104 + str(i))  # 110 truth tokens each
+    return Message.text_message(role, "alpha " * 97 + str(i))  # 103 truth tokens, 110 as Aider counts
+
+
+FRAMING = 7
+"""json.dumps framing (11 tokens) less the 4-token message overhead a truth count holds."""
+EDITED = Message.text_message("user", "Applied edit to m.py", meta={"aider_output": True})  # 16 as Aider counts
+
+
+def asize(counter, m: Message) -> int:
+    """A message as Aider's ``token_count`` sizes it: the tokens of its json.dumps."""
+    return counter.truth(m) + FRAMING
 
 
 def test_budget_is_max_input_over_16_clamped_to_1k_8k():
@@ -49,22 +59,23 @@ def run(strategy, msgs, counter):
 
 
 def test_tail_under_half_the_budget_is_kept_verbatim(counter):
-    done = [sized("user" if i % 2 == 0 else "assistant", i) for i in range(10)]
-    assert all(counter.truth(m) == 110 for m in done)
+    done = [*(sized("user" if i % 2 == 0 else "assistant", i) for i in range(10)), EDITED]
+    assert [asize(counter, m) for m in done] == [110] * 10 + [16]
     current = Message.text_message("user", "now rename the helper")
     msgs = (Message.text_message("system", "sys"), *done, current)
     ctx, session, out = run(Aider(max_chat_history_tokens=1_000), msgs, counter)
-    # 1,100 > 1,000: the tail grows while under 500 (4 x 110 = 440), the split (6) follows an assistant
+    # 1,116 > 1,000: the tail grows while under 500 (16 + 4 x 110 = 456), the split (6) follows an assistant
     new = out.context.messages
     assert new[1].role == "user" and new[1].text == SUMMARY_PREFIX + "I asked you about step 1."
-    assert new[2:6] == tuple(done[6:]) and sum(counter.truth(m) for m in new[2:6]) == 440 < 500
-    assert new[6] is current and len(new) == 7  # tail ends with an assistant message: no "Ok."
+    assert new[2:7] == tuple(done[6:]) and sum(asize(counter, m) for m in new[2:7]) == 456 < 500
+    assert (new[7].role, new[7].text) == ("assistant", "Ok.")  # the tail ended with a user message
+    assert new[8] is current and len(new) == 9
     assert session.summarizer.requests[0].messages == tuple(done[:6])
 
 
 def test_a_head_over_max_input_keeps_its_oldest_prefix(counter):
     """At the cited commit the head is cut to the prefix that fits max_input − 512."""
-    done = [sized("user" if i % 2 == 0 else "assistant", i) for i in range(10)]
+    done = [*(sized("user" if i % 2 == 0 else "assistant", i) for i in range(10)), EDITED]
     msgs = (Message.text_message("system", "sys"), *done, Message.text_message("user", "next"))
     small = replace(SONNET, max_input=512 + 330)  # room for exactly three 110-token messages
     meter = Meter(counter, "truth")
@@ -75,7 +86,7 @@ def test_a_head_over_max_input_keeps_its_oldest_prefix(counter):
 
 def test_2024_generation_head_over_max_input_keeps_its_newest_messages(counter):
     """The 2024 code walks the reversed head: what fits max_input − 512 is the part next to the split."""
-    done = [sized("user" if i % 2 == 0 else "assistant", i) for i in range(10)]
+    done = [*(sized("user" if i % 2 == 0 else "assistant", i) for i in range(10)), EDITED]
     msgs = (Message.text_message("system", "sys"), *done, Message.text_message("user", "next"))
     small = replace(SONNET, max_input=512 + 330)  # room for exactly three 110-token messages
     meter = Meter(counter, "truth")
@@ -95,21 +106,21 @@ def test_recursion_test_counts_the_tail_except_in_the_2024_code(counter, generat
             self.requests.append(request)
             return Summary("I asked you " + "alpha " * 600, 0, 600, "stub")
 
-    done = [sized("user" if i % 2 == 0 else "assistant", i) for i in range(10)]
+    done = [*(sized("user" if i % 2 == 0 else "assistant", i) for i in range(10)), EDITED]
     msgs = (Message.text_message("system", "sys"), *done, Message.text_message("user", "next"))
     meter = Meter(counter, "truth")
     session = Session(SONNET, meter, Wordy())
     out = Aider(max_chat_history_tokens=1_000, generation=generation).before_call(meter.context(msgs), session)
     new = out.context.messages
     if generation == "2024":
-        assert counter.truth(new[1]) + sum(counter.truth(m) for m in new[2:6]) >= 1_000 > counter.truth(new[1])
-        assert len(session.summarizer.requests) == 1 and new[2:6] == tuple(done[6:])
-    else:  # 619 + 440 ≥ 1,000: a second pass folds the tail in too
+        assert asize(counter, new[1]) + sum(asize(counter, m) for m in new[2:7]) >= 1_000 > asize(counter, new[1])
+        assert len(session.summarizer.requests) == 1 and new[2:7] == tuple(done[6:])
+    else:  # 626 + 456 ≥ 1,000: a second pass folds the tail in too
         assert len(session.summarizer.requests) >= 2 and not any(m in new for m in done[6:])
 
 
 def test_short_history_is_summarized_whole_and_answered_ok(counter):
-    done = [sized("user", 0), sized("assistant", 1), sized("user", 2), sized("assistant", 3)]
+    done = [sized("user", 0), sized("assistant", 1), sized("user", 2), sized("assistant", 3), EDITED]
     msgs = (Message.text_message("system", "sys"), *done, Message.text_message("user", "next"))
     _, _, out = run(Aider(max_chat_history_tokens=300), msgs, counter)
     roles_texts = [(m.role, m.text) for m in out.context.messages[1:3]]
@@ -118,9 +129,10 @@ def test_short_history_is_summarized_whole_and_answered_ok(counter):
 
 
 def test_within_budget_mid_turn_or_single_prompt_nothing_happens(counter):
-    done = [sized("user", 0), sized("assistant", 1)]
+    done = [sized("user", 0), sized("assistant", 1), EDITED]
     within = (Message.text_message("system", "sys"), *done, Message.text_message("user", "next"))
     assert run(Aider(max_chat_history_tokens=1_000), within, counter)[2] is None
+    assert run(Aider(max_chat_history_tokens=200), within, counter)[2] is not None  # control: 236 > 200
     mid_turn = (*within, Message("assistant", (ToolUse("a", "bash", {}),)), Message("user", (ToolResult("a", "ok"),)))
     assert run(Aider(max_chat_history_tokens=100), mid_turn, counter)[2] is None
     single = (Message.text_message("system", "sys"), Message.text_message("user", "task"),
@@ -128,12 +140,50 @@ def test_within_budget_mid_turn_or_single_prompt_nothing_happens(counter):
     assert run(Aider(max_chat_history_tokens=1_024), single, counter)[2] is None
 
 
+def test_turns_that_edited_nothing_stay_in_cur_messages(counter):
+    """base_coder.py:1585-1594 @5dc9490b: only a turn whose reply was applied as an edit moves
+    cur_messages (every turn since the last move) into done_messages."""
+    talk = [sized("user" if i % 2 == 0 else "assistant", i) for i in range(10)]
+    current = Message.text_message("user", "and now?")
+    chat = (Message.text_message("system", "sys"), *talk, current)
+    assert run(Aider(max_chat_history_tokens=300), chat, counter)[2] is None  # 1,100 tokens, no edit
+    # turn 2 (talk[2:4]) edited: turns 0-2 are done; turns 3 and 4 edited nothing and stay verbatim
+    edited = (Message.text_message("system", "sys"), *talk[:4], EDITED, *talk[4:], current)
+    _, session, out = run(Aider(max_chat_history_tokens=300), edited, counter)
+    assert session.summarizer.requests[0].messages[-1] in (talk[3], EDITED)
+    assert all(m not in session.summarizer.requests[0].messages for m in talk[4:])
+    assert out.context.messages[-7:] == (*talk[4:], current)
+
+
+def test_an_edit_in_a_tool_calling_trace_is_a_call_that_does_more_than_read(counter):
+    def turn(k: int, tool: str) -> list[Message]:
+        return [sized("user", k), Message("assistant", (ToolUse(f"c{k}", tool, {"path": "m.py"}),)),
+                Message("user", (ToolResult(f"c{k}", "ok"),)), sized("assistant", k + 1)]
+
+    current = Message.text_message("user", "next")
+    reads = (Message.text_message("system", "sys"), *turn(0, "read_file"), *turn(2, "grep"), current)
+    assert run(Aider(max_chat_history_tokens=300), reads, counter)[2] is None
+    writes = (Message.text_message("system", "sys"), *turn(0, "read_file"), *turn(2, "edit_file"), current)
+    assert run(Aider(max_chat_history_tokens=300), writes, counter)[2] is not None
+
+
+def test_messages_are_sized_as_their_json_dumps(counter):
+    """history.py:15-25 sizes each message dict with Model.token_count, which tokenizes
+    json.dumps(message) (models.py:650-670): 7 tokens more than a truth count per message."""
+    done = [sized("user", 0), sized("assistant", 1), sized("user", 2), sized("assistant", 3), EDITED]
+    msgs = (Message.text_message("system", "sys"), *done, Message.text_message("user", "next"))
+    assert sum(counter.truth(m) for m in done) == 421 and sum(asize(counter, m) for m in done) == 456
+    assert run(Aider(max_chat_history_tokens=440), msgs, counter)[2] is not None  # 421 would not be over
+    assert run(Aider(max_chat_history_tokens=456), msgs, counter)[2] is None
+
+
 def test_replay_end_to_end_over_several_turns():
     msgs = [Message.text_message("system", "sys")]
     for turn in range(8):
         msgs.append(Message.text_message("user", f"request {turn}: edit module m{turn}"))
         for k in range(3):
-            msgs.append(Message("assistant", (ToolUse(f"t{turn}k{k}", "read_file", {"path": f"m{turn}.py"}),)))
+            tool = "edit_file" if k == 2 else "read_file"
+            msgs.append(Message("assistant", (ToolUse(f"t{turn}k{k}", tool, {"path": f"m{turn}.py"}),)))
             msgs.append(Message("user", (ToolResult(f"t{turn}k{k}", "code line\n" * 60),)))
         msgs.append(Message.text_message("assistant", f"done with {turn}"))
     finals = []

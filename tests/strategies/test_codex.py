@@ -15,7 +15,7 @@ from bench.replay import ReplayConfig, replay
 from bench.session import Session
 from bench.summarizers import Summary, SummaryRequest
 from strategies.codex import SUMMARY_PREFIX, Codex, approx_tokens, middle_truncate
-from traces.model import Message, ToolResult, ToolUse, Trace, Usage, orphans
+from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans
 
 SONNET = profile("claude-sonnet-4-5")
 TINY = replace(SONNET, id="tiny-16k", context_window=16_000, max_output=2_000)
@@ -137,7 +137,7 @@ def test_tool_outputs_of_base_and_unknown_models_are_cut_at_10k_bytes(counter, m
     assert Codex(tool_output_unit="tokens").output_unit(model) == "tokens"
 
 
-@pytest.mark.parametrize("name", ["codex", "codex:2025"])
+@pytest.mark.parametrize("name", ["codex", "codex:2025", "codex:remote", "codex:0.140-remote"])
 def test_end_to_end_replay_has_no_orphans(counter, name):
     msgs = [SYSTEM, user("U0: fix the bug")]
     for k in range(12):
@@ -165,3 +165,72 @@ def test_end_to_end_replay_has_no_orphans(counter, name):
     assert "summarize" in {e.kind for e in result.events}
     assert len(sent) >= 13 and all(orphans(ctx.messages) == (set(), set()) for ctx in sent)
     assert not any(c.overflow for c in result.calls)
+
+
+def final(text: str) -> Message:
+    return Message.text_message("assistant", text)
+
+
+def test_remote_compaction_keeps_every_user_message_and_final_answer_then_the_item(counter):
+    """compact_remote.rs process_compacted_history + the recorded server answer: real user
+    messages (no 20K cap) and final answers stay in order, the initial context goes above the last
+    real user message, tool traffic / commentary / thinking / developer items go, the item is last."""
+    from traces.model import Thinking
+
+    huge = "h" * 120_000  # 30K tokens: over the local 20K walk, kept whole here
+    dev = Message("user", (Text("<permissions>sandboxed</permissions>"),), meta={"role": "developer"})
+    env = user("<environment_context>cwd=/x</environment_context>")
+    msgs = [SYSTEM, dev, env, user("first request"),
+            Message("assistant", (Thinking("hmm"), Text("looking"), ToolUse("c0", "shell", {"cmd": "ls"}))),
+            Message("user", (ToolResult("c0", "a.py b.py"),)),
+            Message("assistant", (Thinking("done"), Text("first answer"))),
+            user(SUMMARY_PREFIX + "\nan older local summary"),
+            Message("user", (Text("an older remote item"),), meta={"summary": True, "opaque": True}),
+            user(huge), dev, env, user("third request"),
+            Message("assistant", (ToolUse("c1", "shell", {"cmd": "pytest"}),)),
+            Message("user", (ToolResult("c1", "1 failed"),))]
+    s, recorder = session(counter)
+    out = strategies.build("codex:remote").before_call(Meter(counter, "bytes/4").context(msgs), s) \
+        or strategies.build("codex:remote").on_overflow(Meter(counter, "bytes/4").context(msgs), s)
+    got = out.context.messages
+    assert [(m.role, m.text) for m in got] == [
+        ("system", "You are Codex."), ("user", "first request"), ("assistant", "first answer"),
+        ("user", SUMMARY_PREFIX + "\nan older local summary"), ("user", huge),
+        ("user", dev.text), ("user", env.text), ("user", "third request"), ("user", "SUMMARY")]
+    assert got[5].meta.get("role") == "developer"
+    assert got[-1].meta.get("summary") and not any(m.tool_uses or m.tool_results for m in got)
+    assert not any(isinstance(b, Thinking) for m in got for b in m.blocks)
+    assert recorder.requests[0].messages == tuple(msgs)  # the whole history went to the server
+    assert "kept 4 user message(s), 1 final answer(s), 2 initial-context item(s)" in out.events[0].detail
+    # the local engine on the same history: only the 20K walk of user messages, no answers
+    local = Codex().on_overflow(Meter(counter, "bytes/4").context(msgs), session(counter)[0]).context.messages
+    assert "first answer" not in [m.text for m in local] and approx_tokens(local[1].text) <= 20_000
+
+
+def test_remote_compaction_fires_on_the_local_trigger(counter):
+    """run_auto_compact only picks the task: the limit is the same auto_compact_token_limit."""
+    msgs = [SYSTEM, user("task"), Message.text_message("assistant", "ok"), user("u" * 4_000)]
+    ctx = Meter(counter, "bytes/4").context(msgs)
+    s, _ = session(counter)
+    for usage, fires in ((Usage(input_tokens=178_000, output_tokens=999), False),
+                         (Usage(input_tokens=178_000, output_tokens=1_000), True)):
+        s.last_usage = usage
+        assert (Codex(engine="remote").before_call(ctx, s) is not None) is fires
+        assert (Codex().before_call(ctx, s) is not None) is fires
+    assert strategies.build("codex:0.140-remote").limit(272_000) == strategies.build("codex:0.140").limit(272_000)
+    with pytest.raises(ValueError, match="engine"):
+        Codex(engine="server")
+
+
+def test_remote_request_over_the_window_drops_trailing_tool_outputs(counter):
+    """trim_function_call_history_to_fit_context_window: newest Codex-generated items go first."""
+    big = " ".join(f"w{i}" for i in range(6_000))  # about 12K truth tokens
+    msgs = [SYSTEM, user("fix it"), Message("assistant", (ToolUse("c0", "shell", {"cmd": "cat"}),)),
+            Message("user", (ToolResult("c0", big),))]
+    ctx = Meter(counter, "bytes/4").context(msgs)
+    assert not TINY.fits(ctx.truth, 0)
+    s, recorder = session(counter, model=TINY)
+    out = strategies.build("codex:remote").on_overflow(ctx, s)
+    assert recorder.requests[0].messages == tuple(msgs[:3])
+    assert "trimmed 1 trailing output(s)" in out.events[0].detail
+    assert [m.text for m in out.context.messages[1:]] == ["fix it", "SUMMARY"]

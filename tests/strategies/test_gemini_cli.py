@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field, replace
+
+import pytest
 
 import strategies
 from bench.context import Meter
 from bench.pricing import profile
 from bench.session import Session
 from bench.summarizers import Summary, SummaryRequest
+from bench.tokens import TokenCounter, Tokenizer, render
+from strategies._tools import last_assistant_index
 from strategies.gemini_cli import (
     ACK,
     COMPRESSION_PROMPT_2025,
     UPDATE_SNAPSHOT,
     VERIFY_PROMPT,
     GeminiCli,
+    cut_tokens,
     estimate_tokens,
     split_point,
+    truncated_output,
+    truncated_parts,
 )
 from traces.model import Message, Text, ToolResult, ToolUse, Usage, orphans
 
@@ -137,3 +145,99 @@ def test_inflating_summary_is_refused_then_only_truncation_runs(counter):
     assert out.context.messages[-1] is big.messages[-1]  # this request's message is sent as it is
     s.state["gemini_failed"] = False
     assert GeminiCli(verify=False).before_call(big, s).events[0].kind == "summarize"
+
+
+ODD = ["word", "Line", "  indented", "\n", "\n\n", "\t", "/", "!", "...", "'s", "é", "日本", "\r\n", "_", " \n",
+       "\u00a0", "\u2028", "12345", "x/y", "→"]
+
+
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+def test_a_cut_output_counted_by_parts_has_the_count_of_its_whole_text(encoding):
+    # the places cut_tokens splits at must be places the tokenizer's own pre-tokenizer splits at
+    whole = Tokenizer(encoding)
+    rng = random.Random(7)
+    checked = 0
+    for i in range(1000):
+        blocks, cuts = [], {}
+        for j in range(rng.choice([1, 1, 2, 3])):
+            content = "".join(rng.choice(ODD) for _ in range(rng.randint(0, 300)))
+            if rng.random() < 0.2:
+                blocks.append(Text(content))
+                continue
+            parts = truncated_parts(content, f"tool-outputs/compression_{i}_c{j}.txt", rng.choice([40, 100, 200]))
+            if len(parts) == 3:
+                cuts[j] = parts
+            blocks.append(ToolResult(f"c{j}", "".join(parts)))
+        if cuts:
+            got = cut_tokens(TokenCounter(Tokenizer(encoding)), blocks, cuts, {})
+            assert got == whole.count(render(Message("user", tuple(blocks))))
+            checked += 1
+    assert checked > 600
+
+
+def old_truncate(s: GeminiCli, history: tuple[Message, ...], call: int) -> tuple[Message, ...]:
+    """The original truncateHistoryToBudget walk: every message, every output, on every call."""
+    used, out = 0, []
+    for m in reversed(history):
+        if not m.tool_results:
+            out.append(m)
+            continue
+        blocks = list(m.blocks)
+        for j in range(len(blocks) - 1, -1, -1):
+            b = blocks[j]
+            if not isinstance(b, ToolResult):
+                continue
+            tokens = estimate_tokens(b.content)
+            if used + tokens > s.function_response_budget:
+                cut = truncated_output(b.content, f"tool-outputs/compression_{call}_{b.tool_use_id}.txt",
+                                       s.truncate_chars)
+                blocks[j] = replace(b, content=cut)
+                used += estimate_tokens(cut)
+            else:
+                used += tokens
+        out.append(m.with_blocks(tuple(blocks)) if blocks != list(m.blocks) else m)
+    return tuple(reversed(out))
+
+
+def big_outputs_trace(seed: int) -> list[Message]:
+    rng = random.Random(seed)
+    msgs = [Message.text_message("system", "agent"), user("task")]
+    for i in range(60):
+        ids = [f"c{i}", f"c{i}b"] if rng.random() < 0.15 else [f"c{i}"]
+        msgs.append(Message("assistant", tuple(ToolUse(x, "read", {"path": f"f{i}"}) for x in ids)))
+        size = rng.choice([50, 400, 3_000, 9_000])
+        msgs.append(Message("user", tuple(ToolResult(x, "".join(rng.choice(ODD) for _ in range(size)))
+                                          for x in ids)))
+    msgs.append(Message.text_message("assistant", "done"))
+    return msgs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_truncation_only_state_matches_the_original_walk_and_counts(seed):
+    # after a refused compression every call cuts every old output anew: the remembered walk and the
+    # counts by parts must give the original messages and the totals a whole-text count gives
+    s = GeminiCli(threshold=0.01, function_response_budget=4_000, truncate_chars=2_000)
+    counter, fresh = TokenCounter(), TokenCounter()
+    meter = Meter(counter, s.estimator)
+    session = Session(SONNET, meter, Stub())
+    session.state["gemini_failed"] = True
+    ctx = meter.context(())
+    fired = 0
+    for m in big_outputs_trace(seed):
+        if m.role == "assistant" and len(ctx) > 2:
+            session.call_index += 1
+            step = last_assistant_index(ctx.messages) + 1
+            head, history, pending = ctx.messages[:1], ctx.messages[1:step], ctx.messages[step:]
+            expected = old_truncate(s, history, session.call_index)
+            original = ctx.truth
+            outcome = s.before_call(ctx, session)
+            if expected == history or sum(fresh.truth(x) for x in expected) >= original:
+                assert outcome is None
+            else:
+                fired += 1
+                assert outcome.context.messages == (*head, *expected, *pending)
+                again = Meter(fresh, s.estimator).context(outcome.context.messages)
+                assert (outcome.context.truth, outcome.context.estimate) == (again.truth, again.estimate)
+                ctx = outcome.context
+        ctx = ctx.append(m)
+    assert fired > 20

@@ -141,3 +141,20 @@ def test_replay_end_to_end():
     assert not any(c.overflow for c in result.calls)
     assert orphans(finals[-1].messages) == (set(), set())
     assert all(c.prompt_tokens <= 0.8 * 12_000 + 400 for c in result.calls if c.kind == "agent")
+
+
+def test_summary_request_leaves_thinking_out_and_threshold_zero_disables_only_the_check(counter):
+    """mod.rs format_message_for_compacting omits thinking; check_if_compaction_needed returns
+    false for a threshold <= 0, while agent.rs's context-length arm still compacts."""
+    from traces.model import Thinking
+
+    msgs = [*conversation(2), Message("assistant", (Thinking("secret plan"), Text("on it"))),
+            Message.text_message("user", "continue")]
+    ctx = Meter(counter, "truth").context(msgs)
+    over = session_for(SONNET, counter, Usage(input_tokens=190_000))
+    assert Goose(threshold=0.0).before_call(ctx, over) is None
+    out = Goose(threshold=0.0).on_overflow(ctx, over)
+    assert out is not None and [e.kind for e in out.events] == ["summarize"]
+    sent = over.summarizer.requests[0].messages
+    assert not any(isinstance(b, Thinking) for m in sent for b in m.blocks)
+    assert any(m.text == "on it" for m in sent)

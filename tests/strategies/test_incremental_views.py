@@ -16,6 +16,7 @@ from bench.summarizers.extractive import ExtractiveSummarizer
 from bench.validity import RequestCheck, problems
 from strategies._tools import rewrite_results, rewrite_uses
 from strategies.anthropic_clear import AnthropicClearToolUses
+from strategies.openhands import MASKED, ObservationMasking, render
 from strategies.swe_agent import LastNObservations, elided, last_n_elided
 from traces.model import Message, Text, ToolResult, ToolUse, Trace
 from traces.synthetic import generate
@@ -163,3 +164,67 @@ def test_the_validity_check_of_a_changing_view_matches_a_fresh_check(counter):
             for request in (sent, broken):
                 assert check.problems(request) == problems(request)
         ctx = ctx.append(m)
+
+
+def masking_oracle(window: int):
+    """The original ``ObservationMasking.view``: mask and render the whole history on every call."""
+    def view(ctx):
+        cutoff = len(ctx) - window
+        if not any(m.tool_results for m in ctx.messages[:max(cutoff, 0)]):
+            return ctx.messages
+        out = [Message("user", (Text(MASKED), *(b for b in m.blocks if not isinstance(b, ToolResult))),
+                       meta={"masked": True}) if i < cutoff and m.tool_results else m
+               for i, m in enumerate(ctx.messages)]
+        return render(out, ctx.messages)
+    return view
+
+
+def with_answered_task(trace: Trace) -> Trace:
+    """The first human turn also carries a tool result (render puts it back once it is masked)."""
+    first = trace.messages[1]
+    msgs = (trace.messages[0], Message("user", (*first.blocks, ToolResult("c0", "early"))), *trace.messages[2:])
+    return Trace(trace.id + "-answered", msgs)
+
+
+def with_split_results(trace: Trace) -> Trace:
+    """Parallel calls answered in separate messages, one with a note beside it: at the window's edge
+    one result is masked, so its call is dropped and the other result, now without a call, stripped."""
+    msgs: list[Message] = []
+    for m in trace.messages:
+        if len(m.tool_results) > 1:
+            first, *rest = m.tool_results
+            msgs.append(Message("user", (first,)))
+            msgs.extend(Message("user", (r, Text("note"))) for r in rest)
+        else:
+            msgs.append(m)
+    return Trace(trace.id + "-split", tuple(msgs))
+
+
+@pytest.mark.parametrize("window", [1, 4, 9, 30])
+def test_openhands_masking_view_matches_the_definition(counter, window):
+    s = ObservationMasking(attention_window=window)
+    for seed in range(3):
+        assert drive(s, session_trace(seed), counter, masking_oracle(window)) > (5 if window == 30 else 25)
+    assert drive(s, with_answered_task(session_trace(0)), counter, masking_oracle(window)) > 5
+    for seed in range(4):
+        assert drive(s, with_split_results(session_trace(seed)), counter, masking_oracle(window)) > 5
+
+
+def test_openhands_masking_event_counts_the_messages_not_sent_as_stored(counter):
+    s = ObservationMasking(attention_window=6)
+    meter = Meter(counter, s.estimator)
+    session = Session(MODEL, meter, ExtractiveSummarizer())
+    ctx = meter.context(())
+    events = 0
+    for m in session_trace(2).messages:
+        if m.role == "assistant":
+            outcome = s.before_call(ctx, session)
+            expected = masking_oracle(6)(ctx)
+            if outcome is None:
+                assert expected == ctx.messages
+            else:
+                events += 1
+                kept = sum(1 for x in expected if any(x is y for y in ctx.messages))
+                assert outcome.events[0].messages_touched == len(ctx) - kept > 0
+        ctx = ctx.append(m)
+    assert events > 20

@@ -21,10 +21,11 @@ def test_parse_version(text, parsed):
     ("claude-code", "2.1.38", "claude-code"),
     ("claude-code", None, "claude-code"),  # no version: today's generation
     ("codex", "0.46.0", "codex:2025"),
-    ("codex", "0.77.0", "codex"),
-    ("codex", "0.104.0-alpha.1", "codex"),
-    ("codex", "0.140.0", "codex:0.140"),
-    ("codex", "garbage", "codex:0.140"),
+    ("codex", "0.60.0", "codex"),
+    ("codex", "0.77.0", "codex:remote"),  # no provider recorded: Codex's default, OpenAI
+    ("codex", "0.104.0-alpha.1", "codex:remote"),
+    ("codex", "0.140.0", "codex:0.140-remote"),
+    ("codex", "garbage", "codex:0.140-remote"),
     ("cline", "3.20.1", "cline:sdk"),
     ("openhands", "0.59.0", "openhands:v0"),
     ("openhands", "1.2.0", "openhands"),
@@ -34,6 +35,26 @@ def test_matching_strategy_picks_the_generation(agent, version, strategy):
     assert matching_strategy(agent, version) == strategy
 
 
+@pytest.mark.parametrize(("version", "provider", "strategy"), [
+    ("0.104.0", "openai", "codex:remote"), ("0.104.0", "OpenAI", "codex:remote"),
+    ("0.104.0", "ollama", "codex"), ("0.104.0", "azure", "codex"),  # is_openai() only, then
+    ("0.140.0", "azure", "codex:0.140-remote"), ("0.140.0", "oss", "codex:0.140"),
+    (None, "lmstudio", "codex:0.140"), ("0.46.0", "openai", "codex:2025"),
+])
+def test_codex_compacts_remotely_only_for_the_providers_that_support_it(version, provider, strategy):
+    assert matching_strategy("codex", version, provider) == strategy
+
+
+def test_the_fidelity_command_reads_the_recorded_provider():
+    from bench.fidelity import matching_strategy as for_trace
+    from traces.model import Trace
+
+    trace = Trace("x", (), agent="codex", meta={"cli_version": "0.104.0-alpha.1", "model_provider": "openai"})
+    assert for_trace(trace) == "codex:remote"
+    local = Trace("y", (), agent="codex", meta={"cli_version": "0.104.0", "model_provider": "ollama"})
+    assert for_trace(local) == "codex"
+
+
 def test_every_generation_names_a_registry_variant_and_cites_its_evidence():
     for g in GENERATIONS:
         assert g.strategy in strategies.REGISTRY, g
@@ -41,10 +62,12 @@ def test_every_generation_names_a_registry_variant_and_cites_its_evidence():
         strategies.build(g.strategy)
 
 
-def test_ranges_of_one_agent_do_not_overlap():
-    by_agent: dict[str, list] = {}
+def test_ranges_of_one_agent_and_provider_set_do_not_overlap():
+    """Rows of one agent may overlap only across provider sets (Codex: remote rows for OpenAI
+    first, the local rows behind them for everyone else)."""
+    by_agent: dict[tuple, list] = {}
     for g in GENERATIONS:
-        by_agent.setdefault(g.agent, []).append(g)
+        by_agent.setdefault((g.agent, g.providers), []).append(g)
     for rows in by_agent.values():
         probes = {v for g in rows for v in (g.since, g.until) if v is not None} | {(0,), (99, 0)}
         for v in probes:

@@ -8,6 +8,12 @@ traces.formats.swe_agent), ``openhands`` (nebius/SWE-rebench-openhands-trajector
 nvidia/SWE-Zero-openhands-trajectories: ``trajectory`` of OpenAI chat messages with tool calls),
 and ``chat`` (a ``messages`` column). ``schema=None`` picks it per row from its columns.
 Why local files too: the Hub is unreachable from many machines; the error says how to get around it.
+
+Nothing loads a whole dataset (issue 13): ``stream`` yields one trace at a time and every row source
+materialises at most ``CHUNK_ROWS`` rows at once: Arrow batches of a parquet file, of a folder of
+parquet files (a downloaded Hub snapshot), of a ``Dataset.save_to_disk`` folder or of a Hub dataset
+cached for offline use (memory-mapped, never read whole); JSONL line by line; the Hub itself through
+``datasets`` streaming. ``load`` collects the stream for small sets and tools.
 """
 
 from __future__ import annotations
@@ -15,13 +21,13 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from traces.formats import ReadResult
-from traces.formats._common import Skips, iter_jsonl
+from traces.formats._common import Skips, loads
 from traces.formats.chat import Ids, conversation, finish, openai_messages
 from traces.formats.swe_agent import command_action, with_text_actions
 from traces.model import Message, Trace, TraceError
@@ -130,7 +136,10 @@ def _hub_rows(dataset_id: str, split: str, schema: str | None) -> Iterator[Any]:
     if offline and not constants.HF_HUB_OFFLINE:  # set after the first import: the hub would retry for ~20 s
         raise unreachable(dataset_id, problem or "offline", schema)
     try:
-        yield from datasets.load_dataset(dataset_id, split=split, streaming=not offline)
+        if offline:  # the cached Arrow files, memory-mapped, read CHUNK_ROWS rows at a time
+            yield from _arrow_rows(datasets.load_dataset(dataset_id, split=split), f"hf:{dataset_id}")
+        else:  # streaming: rows arrive shard by shard, nothing downloaded whole
+            yield from datasets.load_dataset(dataset_id, split=split, streaming=True)
     except TraceError:
         raise
     except ConnectionError as e:
@@ -139,14 +148,87 @@ def _hub_rows(dataset_id: str, split: str, schema: str | None) -> Iterator[Any]:
         raise TraceError(f"cannot load the dataset ({type(e).__name__}: {e})", path=f"hf:{dataset_id}") from None
 
 
+CHUNK_ROWS = 64
+"""Dataset rows turned into Python objects at once: what a reader holds of a dataset, whatever its size."""
+
+
+def _materialise(batch: Any) -> list[dict[str, Any]]:
+    """One Arrow batch (or table of at most CHUNK_ROWS rows) as row dicts: the only place rows become Python."""
+    return batch.to_pylist()
+
+
+def _batch_rows(batches: Iterable[Any], where: str, what: str = "parquet") -> Iterator[Any]:
+    try:
+        for batch in batches:
+            yield from _materialise(batch)
+    except (OSError, ValueError) as e:  # pyarrow.ArrowInvalid is a ValueError
+        raise TraceError(f"cannot read {what} ({type(e).__name__}: {e})", path=where) from None
+
+
 def _parquet_rows(path: Path) -> Iterator[Any]:
     import pyarrow.parquet as pq
 
     try:
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=64):
-            yield from batch.to_pylist()
-    except (OSError, ValueError) as e:  # pyarrow.ArrowInvalid is a ValueError
+        file = pq.ParquetFile(path)
+    except (OSError, ValueError) as e:
         raise TraceError(f"cannot read parquet ({type(e).__name__}: {e})", path=str(path)) from None
+    yield from _batch_rows(file.iter_batches(batch_size=CHUNK_ROWS), str(path))
+
+
+def _arrow_rows(dataset: Any, where: str) -> Iterator[Any]:
+    """A ``datasets.Dataset`` (memory-mapped Arrow) in chunks of CHUNK_ROWS rows."""
+    yield from _batch_rows(dataset.with_format("arrow").iter(batch_size=CHUNK_ROWS), where, "the dataset")
+
+
+def _jsonl_rows(path: Path, lenient: bool, skips: Skips) -> Iterator[tuple[int, Any]]:
+    """(line, object) per non-blank line, read line by line (traces.formats._common.iter_jsonl's rules,
+    without reading the whole file first)."""
+    try:
+        handle = path.open("rb")
+    except OSError as e:
+        raise TraceError(f"cannot read: {e.strerror}", path=str(path)) from None
+    with handle:
+        for lineno, raw in enumerate(handle, start=1):
+            raw = raw.removesuffix(b"\n")
+            if not raw.strip():
+                continue
+            try:
+                obj = loads(raw, path=path, line=lineno, what="JSON record", lenient=lenient)
+                if not isinstance(obj, dict):
+                    raise TraceError(f"bad JSON record (expected a JSON object, got {type(obj).__name__})",
+                                     path=str(path), line=lineno)
+            except TraceError:
+                if lenient:
+                    skips.count += 1
+                    continue
+                raise
+            yield lineno, obj
+
+
+def _folder_rows(path: Path, split: str) -> Iterator[Any]:
+    """A ``Dataset.save_to_disk`` folder (a DatasetDict's: its ``split``), else the folder's parquet files
+    in name order (a downloaded Hub snapshot; those named after ``split`` when some are)."""
+    if (path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file():
+        try:
+            import datasets
+
+            saved = datasets.load_from_disk(str(path))
+        except ImportError:
+            raise TraceError("the 'datasets' package is needed to read a saved dataset", path=str(path)) from None
+        except Exception as e:  # noqa: BLE001 - datasets raises many kinds; all mean "cannot load"
+            raise TraceError(f"cannot load the saved dataset ({type(e).__name__}: {e})", path=str(path)) from None
+        if isinstance(saved, datasets.DatasetDict):
+            if split not in saved:
+                raise TraceError(f"no split {split!r} (splits: {', '.join(saved)})", path=str(path))
+            saved = saved[split]
+        yield from _arrow_rows(saved, str(path))
+        return
+    files = sorted(p for p in path.rglob("*.parquet") if p.is_file())
+    named = [p for p in files if split in p.relative_to(path).as_posix()]
+    if not files:
+        raise TraceError("a folder with neither a saved dataset (dataset_info.json) nor parquet files", path=str(path))
+    for file in named or files:
+        yield from _parquet_rows(file)
 
 
 DEFAULT_LIMIT = 100
@@ -176,38 +258,57 @@ def parse_source(source: str) -> tuple[str, dict[str, Any]]:
     return dataset, options
 
 
-def load(dataset_id: str, *, lenient: bool = False, split: str = "train", limit: int | None = None,
-         schema: str | None = None) -> ReadResult:
-    """Traces from a Hub dataset id or a local parquet/JSONL file, one per row, up to ``limit`` rows."""
+def stream(dataset_id: str, *, lenient: bool = False, split: str = "train", limit: int | None = None,
+           schema: str | None = None, skips: Skips | None = None) -> Iterator[Trace]:
+    """Traces from a Hub dataset id, or a local parquet/JSONL file or folder, one per row, up to ``limit``
+    rows, read lazily (at most CHUNK_ROWS rows materialised at once); bad rows skipped with ``lenient`` are
+    counted in ``skips``."""
     if schema is not None and schema not in SCHEMAS:
         raise TraceError(f"unknown schema {schema!r} (known: {', '.join(SCHEMAS)})", path=dataset_id)
     path = Path(dataset_id)
     local = path.exists() or path.suffix in LOCAL_SUFFIXES
-    if local and not path.is_file():
+    if local and not (path.is_file() or path.is_dir()):
         raise TraceError("no such file", path=dataset_id)
-    skips = Skips()
+    skips = skips if skips is not None else Skips()
     rows: Iterator[tuple[int | None, Any]]
-    if local and path.suffix == ".parquet":
+    if local and path.is_dir():
+        rows = ((None, r) for r in _folder_rows(path, split))
+        default_schema, model = schema, None
+    elif local and path.suffix == ".parquet":
         rows = ((None, r) for r in _parquet_rows(path))
         default_schema, model = schema, None
     elif local:
-        rows = iter_jsonl(path, lenient, skips)
+        rows = _jsonl_rows(path, lenient, skips)
         default_schema, model = schema, None
     else:
         default_schema, model = schema or KNOWN.get(dataset_id, (None, None))[0], KNOWN.get(dataset_id, (None, None))[1]
         rows = ((None, r) for r in _hub_rows(dataset_id, split, schema))
     source = str(path) if local else f"hf:{dataset_id}"
-    result = ReadResult([])
     for index, (line, row) in enumerate(rows):
         if limit is not None and index >= limit:
             break
         try:
-            result.traces.append(row_trace(row, default_schema, index, source, model))
+            trace = row_trace(row, default_schema, index, source, model)
         except TraceError as e:
             if not lenient:
                 where = {"path": source, "line": line} if line else {"path": source}
                 raise TraceError(str(e) if line else f"row {index}: {e}", **where) from None
             skips.count += 1
+            continue
+        yield trace
+
+
+def trace_notes(trace: Trace) -> list[str]:
+    """What reading this row noticed, as ``id: note`` lines."""
+    return [f"{trace.id}: {n}" for n in trace.meta.get("notes", ())]
+
+
+def load(dataset_id: str, *, lenient: bool = False, split: str = "train", limit: int | None = None,
+         schema: str | None = None) -> ReadResult:
+    """Every trace of ``stream`` in a list, with the skipped count and notes (small sets and tools)."""
+    skips = Skips()
+    result = ReadResult(list(stream(dataset_id, lenient=lenient, split=split, limit=limit, schema=schema,
+                                    skips=skips)))
     result.skipped = skips.count
-    result.notes += [f"{t.id}: {n}" for t in result.traces for n in t.meta.get("notes", ())]
+    result.notes += [n for t in result.traces for n in trace_notes(t)]
     return result
