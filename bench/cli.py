@@ -66,7 +66,8 @@ def _run(args: argparse.Namespace) -> int:
     print(f"(per-trace means, e.g. retention: {weighting_text(args.weight).split(':')[0]}; --weight to change)")
     fidelity = format_fidelity(output.table)
     if fidelity:
-        print("\nFidelity: the matching strategy, on provider counts (undriven) vs the real agent's first compaction")
+        print("\nFidelity: the matching strategy, on provider counts (undriven) vs the real agent's first "
+              "automatic compaction")
         print(fidelity)
     print(f"\n{output.tasks} tasks ({output.resumed} resumed) → {output.run_dir}/")
     if output.stopped:
@@ -220,7 +221,7 @@ def _failed_tasks(run_dir: Path) -> str | None:
     import pandas as pd
 
     try:
-        results = pd.read_csv(run_dir / "results.csv", keep_default_na=False)
+        results = pd.read_csv(run_dir / "results.csv", keep_default_na=False, low_memory=False)
     except pd.errors.EmptyDataError:
         results = pd.DataFrame()
     if results.empty:

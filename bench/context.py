@@ -6,8 +6,9 @@ threshold in O(1) on every call; only a rewrite (which touches many messages any
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import compress
 from operator import is_not
 
@@ -24,21 +25,26 @@ class Meter:
     overhead: int = 0
     """Provider tokens sent with every request that no message carries (system prompt, tool
     schemas: ``bench.attribution``); part of every Context's ``truth``, so no strategy can drop it."""
+    _est: Callable[[Message], int] = field(init=False, repr=False, compare=False)
+    _tok: Callable[[Message], int] = field(init=False, repr=False, compare=False)
+    """The counter's own functions, bound once: a replay asks them a million times, and each
+    wrapper frame in between cost as much as the (cached) lookup itself."""
+
+    def __post_init__(self) -> None:
+        counter = self.counter
+        object.__setattr__(self, "_tok", counter.truth)
+        object.__setattr__(self, "_est", counter.truth if self.estimator == "truth"
+                           else partial(counter.estimate, estimator=self.estimator))
 
     def estimate(self, m: Message) -> int:
-        return self.counter.estimate(m, self.estimator)
+        return self._est(m)
 
     def truth(self, m: Message) -> int:
-        return self.counter.truth(m)
+        return self._tok(m)
 
     def context(self, messages: Iterable[Message]) -> Context:
         msgs = tuple(messages)
-        return Context(
-            msgs,
-            sum(self.estimate(m) for m in msgs),
-            self.overhead + sum(self.truth(m) for m in msgs),
-            self,
-        )
+        return Context(msgs, sum(map(self._est, msgs)), self.overhead + sum(map(self._tok, msgs)), self)
 
 
 @dataclass(frozen=True)
@@ -54,12 +60,9 @@ class Context:
         return len(self.messages)
 
     def append(self, *msgs: Message) -> Context:
-        return Context(
-            self.messages + msgs,
-            self.estimate + sum(self.meter.estimate(m) for m in msgs),
-            self.truth + sum(self.meter.truth(m) for m in msgs),
-            self.meter,
-        )
+        meter = self.meter
+        return Context(self.messages + msgs, self.estimate + sum(map(meter._est, msgs)),
+                       self.truth + sum(map(meter._tok, msgs)), meter)
 
     def with_meter(self, meter: Meter) -> Context:
         """The same messages under another meter (the overhead changed: a model switch)."""
@@ -84,7 +87,7 @@ class Context:
             gone, came = old[head:len(old) - tail], new[head:n - tail]
         if len(gone) + len(came) > len(new):
             return self.meter.context(new)
-        est, tok = self.meter.estimate, self.meter.truth
+        est, tok = self.meter._est, self.meter._tok
         return Context(
             new,
             self.estimate + sum(map(est, came)) - sum(map(est, gone)),
@@ -93,10 +96,10 @@ class Context:
         )
 
     def est(self, m: Message) -> int:
-        return self.meter.estimate(m)
+        return self.meter._est(m)
 
     def tok(self, m: Message) -> int:
-        return self.meter.truth(m)
+        return self.meter._tok(m)
 
     @property
     def system(self) -> Message | None:

@@ -157,10 +157,23 @@ def replay_recorded(
                   label=label or strategy.name, observers=observers)
 
 
+MANUAL = "manual"
+"""The trigger of a compaction the user typed (RecordedCompaction.trigger)."""
+
+
+def first_automatic(rows: list[dict]) -> dict:
+    """The row the results table reports: the first recorded compaction the agent triggered itself
+    (the first row when every one was manual; {} when there is none)."""
+    return next((r for r in rows if r.get("trigger") != MANUAL), rows[0] if rows else {})
+
+
 def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | None = None) -> list[dict]:
     """One row per recorded compaction, paired in order with the replay's compactions.
 
-    Replayed columns are None when the replay compacted fewer times than the recorded agent.
+    Replayed columns are None when the replay compacted fewer times than the recorded agent. A
+    compaction the user asked for (``trigger == "manual"``, Claude Code's /compact) is listed but
+    paired with nothing: no strategy models a typed command, and pairing it with the replay's first
+    automatic compaction would report a trigger error that is not one.
     ``post_ratio`` = replayed_post_tokens / recorded_post_tokens.
 
     Sizes come in two units. ``recorded_pre_tokens`` (compact_boundary's preTokens) and the
@@ -180,6 +193,7 @@ def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | N
     system = counter.truth(msgs[0]) if msgs and msgs[0].role == "system" else 0
     attribution = counter.attribution(trace.id)  # provider units: the recorded sides get the overhead too
     rows = []
+    paired = 0  # replayed compactions matched so far (manual recorded ones take none)
     for k, rc in enumerate(trace.compactions):
         start = rc.message_index
         since = trace.compactions[k - 1].message_index if k else 0
@@ -201,7 +215,9 @@ def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | N
             "recorded_summary_tokens": counter.text(rc.summary) if rc.summary else None,
             "replayed_compactions": len(replayed),
         }
-        e = replayed[k] if k < len(replayed) else None
+        e = None
+        if rc.trigger != MANUAL and paired < len(replayed):
+            e, paired = replayed[paired], paired + 1
         replayed_post = None if e is None else sent.get(e.call, e.tokens_after)
         row.update({
             "replayed_call": None if e is None else e.call,

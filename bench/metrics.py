@@ -71,7 +71,7 @@ METRICS: tuple[Metric, ...] = (
            "Agent calls the strategy's estimate said fit the window while the truth did not."),
     Metric("fidelity_call_delta", "calls", None,
            "For a real trace with a recorded compaction and the matching strategy, replayed on provider counts: "
-           "replayed minus recorded call of the first compaction (0 = fired where the real agent did)."),
+           "replayed minus recorded call of the first automatic compaction (0 = fired where the real agent did)."),
     Metric("false_economy", "flag", True,
            "Bills fewer input tokens than `none` on the same trace but costs more dollars "
            "(the prompt cache was broken)."),
@@ -97,11 +97,30 @@ def _frame(records: list, cls: type) -> pd.DataFrame:
 
 FIDELITY_COLUMNS = ("recorded_call", "replayed_call", "call_delta", "recorded_pre_tokens", "recorded_pre_truth",
                     "replayed_pre_tokens", "recorded_post_tokens", "replayed_post_tokens")
-"""bench.fidelity's columns for the first recorded compaction, prefixed ``fidelity_`` in results.csv:
-``recorded_pre_tokens`` is the provider's count, the others our tokenizer's (see ``fidelity_rows``)."""
+"""bench.fidelity's columns for the first recorded automatic compaction (bench.fidelity.first_automatic),
+prefixed ``fidelity_`` in results.csv: ``recorded_pre_tokens`` is the provider's count, the others our
+tokenizer's (see ``fidelity_rows``)."""
 
 
-def _scores(r: TaskResult, agent: pd.DataFrame, events: pd.DataFrame, window: int | None) -> dict[str, object]:
+def _sum(values: list) -> float:
+    """A float column's total as pandas takes it (numpy's pairwise summation; Python's ``sum``
+    adds left to right and can differ in the last bit), so results.csv stays byte-identical."""
+    return float(np.asarray(values, dtype=np.float64).sum()) if values else 0.0
+
+
+def _chained(events: list[EventRecord]) -> list[bool]:
+    """``bench.economics.chained`` on one task's events, without a frame: an event continues the
+    previous one's outcome (same call, hook and estimate; it starts where that one ended)."""
+    out = [False] * len(events)
+    for i in range(1, len(events)):
+        a, b = events[i - 1], events[i]
+        out[i] = (b.trace == a.trace and b.strategy == a.strategy and b.call == a.call and b.hook == a.hook
+                  and b.estimate_before == a.estimate_before and b.tokens_before == a.tokens_after)
+    return out
+
+
+def _scores(r: TaskResult, agent: list[CallRecord], events: list[EventRecord], window: int | None
+            ) -> dict[str, object]:
     """Retention, estimator and fidelity columns of one task (empty values where they do not apply)."""
     from bench.probes import cliff_rounds, false_positive_rate, probe_scores, retention
 
@@ -123,17 +142,18 @@ def _scores(r: TaskResult, agent: pd.DataFrame, events: pd.DataFrame, window: in
         out["cliff_round"] = cliff.cliff_round.iloc[0] if len(cliff) else pd.NA
         fpr = false_positive_rate(probes)
         out["false_positive_rate"] = float(fpr.false_positive_rate.iloc[0]) if len(fpr) else np.nan
-    if len(events):
-        from bench.economics import chained
-
-        acted = events[(events.tokens_before > 0) & ~chained(events)]
+    acted = [e for e, chained in zip(events, _chained(events), strict=True) if e.tokens_before > 0 and not chained]
+    if acted:  # int64 / int64 then the median, as pandas computed it from the frame
+        ratios = (np.asarray([e.estimate_before for e in acted], dtype=np.int64)
+                  / np.asarray([e.tokens_before for e in acted], dtype=np.int64))
+        out["estimate_ratio"] = float(np.nanmedian(ratios))
     else:
-        acted = events
-    out["estimate_ratio"] = float((acted.estimate_before / acted.tokens_before).median()) if len(acted) else np.nan
-    out["hidden_overflows"] = int(((agent.estimate_tokens + agent.output_tokens <= window)
-                                   & (agent.prompt_tokens + agent.output_tokens > window)).sum()) \
-        if window and len(agent) else 0
-    first = r.fidelity[0] if r.fidelity else {}
+        out["estimate_ratio"] = np.nan
+    out["hidden_overflows"] = sum(1 for c in agent if c.estimate_tokens + c.output_tokens <= window
+                                  < c.prompt_tokens + c.output_tokens) if window else 0
+    from bench.fidelity import first_automatic  # here: the report reads metrics without loading the replay
+
+    first = first_automatic(r.fidelity or [])
     for col in FIDELITY_COLUMNS:
         out[f"fidelity_{col}"] = first.get(col)
     return out
@@ -142,40 +162,37 @@ def _scores(r: TaskResult, agent: pd.DataFrame, events: pd.DataFrame, window: in
 def task_row(r: TaskResult, window: int | None = None) -> dict[str, object]:
     """One task's metrics from its own rows (run in the worker: no scan of other tasks' rows).
 
-    Missing values are None or NaN (never ``pd.NA``), so the row stores as is in Parquet.
+    Straight from the records, no frame (a frame per task cost ~12 ms, as much as some replays);
+    float totals and means are taken with numpy as pandas took them, so the values are the same
+    to the bit. Missing values are None or NaN (never ``pd.NA``), so the row stores as is in Parquet.
     """
-    c = _frame(r.calls, CallRecord)
-    if c.empty:
-        c = pd.DataFrame({k: pd.Series(dtype=t) for k, t in (("kind", object), ("prompt_tokens", "int64"),
-                                                              ("cost", float), ("cost_no_cache", float),
-                                                              ("cache_read", "int64"))})
-    agent = c[c.kind == "agent"]
-    summ = c[c.kind == "summarizer"]
-    e = _frame([x for x in r.events if x.kind != INVALID], EventRecord)  # the replay's flag, not an action
-    if e.empty:
-        e = pd.DataFrame(columns=["trace", "strategy", "call", "kind"])
-    prompt = int(c.prompt_tokens.sum())
-    cost = float(c.cost.sum())
+    calls = r.calls
+    agent = [c for c in calls if c.kind == "agent"]
+    events = [x for x in r.events if x.kind != INVALID]  # the replay's flag, not an action
+    prompt = sum(c.prompt_tokens for c in calls)
+    cost = _sum([c.cost for c in calls])
+    agent_prompts = [c.prompt_tokens for c in agent]
     row = {
         "trace": r.trace,
         "strategy": r.strategy,
         "calls": len(agent),
         "input_tokens": prompt,
-        "peak_context": int(agent.prompt_tokens.max()) if len(agent) else 0,
-        "mean_context": float(agent.prompt_tokens.mean()) if len(agent) else 0.0,
-        "compactions": int(e.kind.isin(COMPACTION_KINDS).sum()),
-        "events": len(e),
-        "overflows": int(agent.overflow.sum()) if len(agent) else 0,
-        "invalid_requests": int((agent.invalid > 0).sum()) if len(agent) and "invalid" in agent else 0,
+        "peak_context": max(agent_prompts) if agent else 0,
+        "mean_context": float(np.asarray(agent_prompts, dtype=np.int64).sum(dtype=np.float64) / len(agent))
+        if agent else 0.0,
+        "compactions": sum(1 for e in events if e.kind in COMPACTION_KINDS),
+        "events": len(events),
+        "overflows": sum(1 for c in agent if c.overflow),
+        "invalid_requests": sum(1 for c in agent if c.invalid > 0),
         "cost": cost,
-        "cost_no_cache": float(c.cost_no_cache.sum()) if len(c) else 0.0,
-        "cache_hit_rate": float(c.cache_read.sum() / prompt) if prompt else 0.0,
-        "prefix_breaks": int(agent.prefix_break.sum()) if len(agent) else 0,
-        "unseen_references": int(agent.unseen_refs.sum()) if len(agent) and "unseen_refs" in agent else 0,
-        "summarizer_cost_share": float(summ.cost.sum() / cost) if cost else 0.0,
+        "cost_no_cache": _sum([c.cost_no_cache for c in calls]),
+        "cache_hit_rate": sum(c.cache_read for c in calls) / prompt if prompt else 0.0,
+        "prefix_breaks": sum(1 for c in agent if c.prefix_break),
+        "unseen_references": sum(c.unseen_refs for c in agent),
+        "summarizer_cost_share": _sum([c.cost for c in calls if c.kind == "summarizer"]) / cost if cost else 0.0,
         "failed": r.failed or "",
         "error": r.error or "",
-        **_scores(r, agent, e, window),
+        **_scores(r, agent, events, window),
     }
     if row["cliff_round"] is pd.NA:
         row["cliff_round"] = None

@@ -286,10 +286,26 @@ def shared_counter(trace: Trace, counts: Any) -> TokenCounter:
     return counter
 
 
+_LAST_COUNTER: list[tuple[Trace, Any, TokenCounter]] = []
+"""The counter of the latest job's trace in this process (one slot)."""
+
+
+def _job_counter(job: executors.Job) -> TokenCounter:
+    """``shared_counter``, reused while jobs carry the same trace object: the local executor makes a
+    job per task, and the strategies of a trace write many of the same texts (every codex variant
+    cuts the same outputs alike), which one counter tokenizes once. Counts depend only on the
+    message or text, so results do not change; one slot keeps memory to one trace's texts."""
+    if _LAST_COUNTER and _LAST_COUNTER[0][0] is job.trace and _LAST_COUNTER[0][1] is job.counts:
+        return _LAST_COUNTER[0][2]
+    counter = shared_counter(job.trace, job.counts)
+    _LAST_COUNTER[:] = [(job.trace, job.counts, counter)]
+    return counter
+
+
 def run_job(job: executors.Job, config: RunConfig, window: int | None) -> list[TaskOutput]:
     """A worker's job: some tasks of one trace, each flattened for the store (metrics included);
     ``window`` None (``--model recorded``) means the trace's own model's."""
-    counter = shared_counter(job.trace, job.counts)
+    counter = _job_counter(job)
     if window is None:
         window = _trace_window(config, job.trace)
     return [task_output(key, run_task(job.trace, counter, spec, config), window, config.detail)

@@ -95,6 +95,11 @@ class PairedComparison:
     ci_low: float
     ci_high: float
     resamples: int
+    rel_low: float = float("nan")
+    rel_high: float = float("nan")
+    """The interval of mean(b) / mean(a) − 1, resampled as a ratio: a relative change read off the
+    difference's interval over the whole sample's mean(a) can cross −100% (a cost below zero) when
+    a resample draws mostly large units; the ratio's own interval cannot."""
 
     @property
     def significant(self) -> bool:
@@ -134,20 +139,29 @@ def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nd
         return PairedComparison(0, nan, nan, nan, nan, nan, resamples)
     d = y - x
     if n == 1:
-        return PairedComparison(1, float(x[0]), float(y[0]), float(d[0]), float(d[0]), float(d[0]), 0)
+        rel = float(y[0] / x[0] - 1) if x[0] else float("nan")
+        return PairedComparison(1, float(x[0]), float(y[0]), float(d[0]), float(d[0]), float(d[0]), 0, rel, rel)
     rng = np.random.default_rng(seed)
-    means = np.empty(resamples)
+    means, ratios = np.empty(resamples), np.empty(resamples)
     for start in range(0, resamples, 1_000):  # chunks keep memory flat for long traces lists
         stop = min(resamples, start + 1_000)
         idx = rng.integers(0, n, size=(stop - start, n))
         if weights is None:
             means[start:stop] = d[idx].mean(axis=1)
+            base = x[idx].mean(axis=1)
         else:
-            means[start:stop] = (w[idx] * d[idx]).sum(axis=1) / w[idx].sum(axis=1)
+            total = w[idx].sum(axis=1)
+            means[start:stop] = (w[idx] * d[idx]).sum(axis=1) / total
+            base = (w[idx] * x[idx]).sum(axis=1) / total
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios[start:stop] = np.where(base != 0, means[start:stop] / base, np.nan)
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
+    rel_low, rel_high = (np.nanpercentile(ratios, [tail, 100 - tail]) if np.isfinite(ratios).any()
+                         else (float("nan"), float("nan")))
     return PairedComparison(n, float(np.average(x, weights=w)), float(np.average(y, weights=w)),
-                            float(np.average(d, weights=w)), float(low), float(high), resamples)
+                            float(np.average(d, weights=w)), float(low), float(high), resamples,
+                            float(rel_low), float(rel_high))
 
 
 def compare_to_baseline(table: pd.DataFrame, metric: str, *, baseline: str = "none",
@@ -160,7 +174,7 @@ def compare_to_baseline(table: pd.DataFrame, metric: str, *, baseline: str = "no
     ``weights`` (indexed by trace) weight the means (None: equal weight per trace).
     """
     cols = ["strategy", "baseline", "metric", "n", "mean_baseline", "mean_strategy", "mean_diff",
-            "ci_low", "ci_high", "ratio", "verdict"]
+            "ci_low", "ci_high", "ratio", "rel_low", "rel_high", "verdict"]
     wide = table.pivot_table(index="trace", columns="strategy", values=metric, aggfunc="first")
     if baseline not in wide:
         return pd.DataFrame(columns=cols)
@@ -176,7 +190,7 @@ def compare_to_baseline(table: pd.DataFrame, metric: str, *, baseline: str = "no
                      "mean_baseline": c.mean_a, "mean_strategy": c.mean_b, "mean_diff": c.mean_diff,
                      "ci_low": c.ci_low, "ci_high": c.ci_high,
                      "ratio": float(pair[strategy].sum() / base_total) if base_total else float("nan"),
-                     "verdict": c.verdict})
+                     "rel_low": c.rel_low, "rel_high": c.rel_high, "verdict": c.verdict})
     return pd.DataFrame(rows, columns=cols)
 
 

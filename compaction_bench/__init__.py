@@ -128,7 +128,7 @@ def load(run_dir: str | Path, *, objective: str | None = None, weight: str | Non
 
         table = load_results(run_dir)
     except (ImportError, OSError, ValueError):
-        table = pd.read_csv(run_dir / "results.csv")
+        table = pd.read_csv(run_dir / "results.csv", low_memory=False)
     if weight is None:
         import json
 

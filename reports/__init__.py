@@ -1,9 +1,13 @@
 """The HTML report of a finished run: ``render(out/<run>)`` writes report.html and its PNGs there.
 
 It reads only the run's files (results.csv, calls.csv, events.jsonl, summaries.jsonl, optional
-probes.csv and fidelity.csv, run.json) and never imports ``strategies`` or replays anything, so
-any run can be re-rendered later, on another machine, from its folder alone. The scoring tables
-come from the pure functions of bench.stats / bench.probes / bench.economics (``reports.scoring``).
+probes.csv and fidelity.csv, run.json, or the Parquet store under data/) and never imports
+``strategies`` or replays anything, so any run can be re-rendered later, on another machine, from
+its folder alone. The scoring tables come from the pure functions of bench.stats / bench.probes /
+bench.economics (``reports.scoring``). The calls, events, summaries and probes are never loaded
+whole: each is folded in bounded batches into the small aggregates the page shows
+(``reports.callstats``, ``eventstats``, ``summarystats``, ``probestats``), and the per-strategy
+compaction pages read one strategy's rows at a time.
 
 Adding a chart: 1. write one function in ``reports/charts.py`` (or ``score_charts.py``) that draws
 one PNG from the run's tables; 2. add it to ``_charts`` below with its caption and the section it
@@ -28,10 +32,13 @@ from reports import (
     charts,
     compactions,
     decision,
+    eventstats,
     listings,
+    probestats,
     score_charts,
     scoring,
     sections,
+    summarystats,
     sweep_charts,
     tables,
 )
@@ -53,15 +60,16 @@ LIMITATION = (
 
 @dataclass(frozen=True)
 class RunData:
-    """The tables of one run folder, as written by the runner. The calls are never loaded whole:
-    ``calls`` holds their per-task sums, read in bounded batches (``reports.callstats``)."""
+    """The tables of one run folder, as written by the runner. Only the results are loaded whole
+    (one row per task); the calls, events, summaries and probes are their aggregates, read in
+    bounded batches."""
 
     name: str
     results: pd.DataFrame
     calls: CallStats
-    events: pd.DataFrame
-    summaries: pd.DataFrame
-    probes: pd.DataFrame | None
+    events: eventstats.EventStats
+    summaries: summarystats.SummaryStats
+    probes: probestats.ProbeStats | None
     info: dict[str, Any]
     fidelity: pd.DataFrame | None = None
 
@@ -78,22 +86,25 @@ def load(run_dir: Path) -> RunData:
     info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     from bench.store import has_table, load_table  # the CSV exports when written, else the Parquet store
 
+    win = scoring.window(info)
     return RunData(
         name=str(info.get("config", {}).get("name") or run_dir.name),
-        results=pd.read_csv(run_dir / "results.csv", keep_default_na=True),
-        calls=callstats.read(run_dir, scoring.window(info)),
-        events=load_table(run_dir, "events"),
-        summaries=load_table(run_dir, "summaries"),
-        probes=load_table(run_dir, "probes") if has_table(run_dir, "probes") else None,
+        results=pd.read_csv(run_dir / "results.csv", keep_default_na=True, low_memory=False),
+        calls=callstats.read(run_dir, win),
+        events=eventstats.read(run_dir, win),
+        summaries=summarystats.read(run_dir),
+        probes=probestats.read(run_dir) if has_table(run_dir, "probes") else None,
         info=info,
         fidelity=load_table(run_dir, "fidelity") if has_table(run_dir, "fidelity") else None,
     )
 
 
 def _sawtooth_trace(rows: pd.DataFrame) -> str:
-    """The trace where strategies compacted most (ties: the longest, then by name)."""
-    g = rows.groupby("trace").agg(compactions=("compactions", "sum"), calls=("calls", "max"))
-    g = g.reset_index().sort_values(["compactions", "calls", "trace"], ascending=[False, False, True])
+    """The trace whose context grew largest (ties: where strategies compacted most, then by name): a
+    sawtooth shows what compaction does where it matters; "compacted most" alone picked a ten-call
+    chat that Aider summarizes every turn on the real sessions."""
+    g = rows.groupby("trace").agg(peak=("peak_context", "max"), compactions=("compactions", "sum"))
+    g = g.reset_index().sort_values(["peak", "compactions", "trace"], ascending=[False, False, True])
     return str(g.trace.iloc[0])
 
 
@@ -112,11 +123,14 @@ class Scores:
     resamples: int
     retention: pd.DataFrame
     cliffs: pd.DataFrame
-    ages: pd.DataFrame | None
+    ages: probestats.ProbeStats | None
     sizes: pd.DataFrame
     cost: pd.DataFrame
     window: int | None
     gaps: pd.DataFrame
+    """Trigger points to scatter (``strategy``, ``ratio``): all, or a sample per strategy."""
+    triggers: pd.DataFrame
+    """Per strategy: exact trigger counts and ratio percentiles (``reports.eventstats``)."""
     estimator: pd.DataFrame
     hidden: pd.DataFrame
     fidelity: pd.DataFrame
@@ -126,19 +140,19 @@ class Scores:
 def score(run: RunData, rows: pd.DataFrame, totals: pd.DataFrame) -> Scores:
     b = scoring.resamples(run.info)
     win = scoring.window(run.info)
-    has_probes = run.probes is not None and not run.probes.empty and "cls" in run.probes
-    probes = scoring.age_buckets(run.probes) if has_probes else None
-    retention = scoring.retention_overall(probes) if has_probes else pd.DataFrame()
-    gaps = scoring.trigger_points(run.events, win) if win else pd.DataFrame()
+    has_probes = run.probes is not None and run.probes.scored
+    probes = run.probes if has_probes else None
+    retention = probestats.retention_overall(probes) if probes is not None else pd.DataFrame()
+    gaps = run.events.points if win else pd.DataFrame()
     return Scores(
         comparisons=scoring.comparisons(rows, resamples=b, weighting=scoring.weight(run.info)), resamples=b,
         retention=retention,
-        cliffs=scoring.cliff_table(probes) if has_probes else pd.DataFrame(),
+        cliffs=probestats.cliff_table(probes) if probes is not None else pd.DataFrame(),
         ages=probes,
-        sizes=stats.summary_sizes(run.summaries) if "tokens" in run.summaries else pd.DataFrame(),
+        sizes=run.summaries.sizes,
         cost=callstats.cost_truth(run.calls), window=win,
-        gaps=gaps,
-        estimator=callstats.estimator(gaps, run.calls, win) if win else pd.DataFrame(),
+        gaps=gaps, triggers=run.events.triggers,
+        estimator=callstats.estimator(run.events.triggers, run.calls, win) if win else pd.DataFrame(),
         hidden=run.calls.hidden if win else pd.DataFrame(),
         fidelity=scoring.fidelity(run.fidelity, rows),
         sweeps=scoring.sweeps(run.info, totals),
@@ -192,7 +206,8 @@ def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFram
     if run.probes is not None:
         out["retention"].append((score_charts.retention_classes(s.retention, order, run_dir / "retention_classes.png"),
                                  "Share of stated needles in each class when the trace ended (n = needle probes)."))
-        out["retention"].append((charts.retention_by_age(run.probes, order, run_dir / "retention_by_age.png"),
+        out["retention"].append((charts.retention_by_age_grid(probestats.age_grid(run.probes, order),
+                                                              run_dir / "retention_by_age.png"),
                                  "Share of stated needles (planted, or derived from a real trace) still present "
                                  "verbatim when the trace ended, by needle age; “+x% ref” is the further share "
                                  "recoverable through a file path or command still in context."))
@@ -209,11 +224,12 @@ def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFram
          "the cached prefix than the previous request had written."),
     ]
     if len(s.sizes):  # with no summary the table's note says it; an empty chart adds nothing
-        out["summaries"].append((charts.summary_sizes(run.summaries, order, colors,
-                                                      run_dir / "summary_sizes.png"),
+        out["summaries"].append((charts.summary_sizes(run.summaries.points, order, colors,
+                                                      run_dir / "summary_sizes.png", exact=s.sizes),
                                  "Length of each summary written (output tokens), per strategy that summarizes."))
     if len(s.gaps):
-        out["estimator"].append((score_charts.estimate_ratio(s.gaps, order, colors, run_dir / "estimate_ratio.png"),
+        out["estimator"].append((score_charts.estimate_ratio(s.gaps, order, colors, run_dir / "estimate_ratio.png",
+                                                             exact=s.triggers),
                                  "Where each strategy acted, its own estimate over the tokenizer's count; under "
                                  "1 it fired later than it believed."))
     return {k: [(path.name, caption) for path, caption in v] for k, v in out.items()}
@@ -300,13 +316,12 @@ def _figures(figures: list[tuple[str, str]]) -> str:
 def _retention(s: Scores, order: list[str], has_probes: bool) -> str:
     if not has_probes:
         return "<p class=muted>No needle probes in this run (probes.csv absent): retention is not charted.</p>"
-    ages = s.ages if s.ages is not None else pd.DataFrame()
     out = sections.retention_html(s.retention, order) + sections.rounds_html(s.cliffs, order)
     for col, title in (("needle_kind", "Retention by needle kind"),
                        ("age_tokens_bucket", "Retention by needle age (tokens since it was stated)"),
                        ("age_calls_bucket", "Retention by needle age (agent calls since it was stated)")):
-        if col in ages:
-            out += sections.heat(scoring.retention_by(ages, col), col, order, title)
+        if s.ages is not None and s.ages.has(col):
+            out += sections.heat(probestats.retention_by(s.ages, col), col, order, title)
     return out
 
 
@@ -344,7 +359,7 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
         "headline": "".join(f"<li>{line}</li>" for line in [*headline, *([significance] if significance else [])]),
         "limitation": html.escape(LIMITATION + _tokenizer_note(run.info)),
         "summary_table": tables.table_html(totals, keys=tables.SUMMARY_COLUMNS, links=compactions.write(
-            run_dir, order, run.events, run.summaries, run.probes)),
+            run_dir, order, compactions.from_run(run_dir))),
         "results_charts": _figures(figures["results"]),
         "sweeps": sections.sweeps_html(s.sweeps, _figures(figures["sweeps"])
                                        + decision.neighbours_html(rows, stats.DEFAULT_B, scoring.weight(run.info))),
@@ -356,7 +371,7 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
         + _figures(figures["summaries"]),
         "estimator": sections.estimator_html(s.estimator, s.hidden, order, s.window) + _figures(figures["estimator"]),
         "fidelity": sections.fidelity_html(s.fidelity) + ledger_html(run_dir),
-        "events_table": listings.events_html(run.events, order),
+        "events_table": listings.events_html(run.events.kinds, order),
         "per_trace": per_trace,
         "failures": listings.failures_html(rows),
         "glossary": tables.glossary_html(),

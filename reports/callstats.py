@@ -11,7 +11,7 @@ The sums are the ones ``bench.economics.cost_truth`` and ``reports.tables._call_
 from a whole frame; the test compares them on a small run. The estimate/truth median per
 strategy is exact: ``exact_percentiles`` finds each wanted order statistic with a histogram pass
 and a second pass that keeps only the values in the bins holding it (numpy's linear
-interpolation, as ``bench.stats.percentiles``).
+interpolation with numpy's own arithmetic, so equal to ``bench.stats.percentiles`` bit for bit).
 """
 
 from __future__ import annotations
@@ -240,8 +240,7 @@ def exact_percentiles(scan: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]
     for k in groups:
         cum = np.cumsum(hist[index[k]])
         for q in qs:
-            h = (n[k] - 1) * q / 100
-            for rank in {math.floor(h), min(math.floor(h) + 1, n[k] - 1)}:
+            for rank in set(_ranks(n[k], q)[:2]):
                 wanted.add((index[k], int(np.searchsorted(cum, rank, side="right"))))
     values: dict[tuple[int, int], Counter[float]] = {key: Counter() for key in wanted}
     flat = np.array([gi * HIST_BINS + b for gi, b in wanted], dtype=np.int64)
@@ -271,12 +270,28 @@ def exact_percentiles(scan: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]
     for k in groups:
         row: dict[str, float] = {"n": n[k]}
         for q in qs:
-            h = (n[k] - 1) * q / 100
-            below = order_stat(k, math.floor(h))
-            above = order_stat(k, min(math.floor(h) + 1, n[k] - 1))
-            row[f"p{q:g}"] = below + (h - math.floor(h)) * (above - below)
+            row[f"p{q:g}"] = numpy_linear(n[k], q, lambda rank, k=k: order_stat(k, rank))
         out[k] = row
     return out
+
+
+def _ranks(n: int, q: float) -> tuple[int, int, np.float64]:
+    """The two order statistics (0-based ranks) numpy's linear percentile of ``n`` values reads, and its weight."""
+    virtual = (n - 1) * np.true_divide(q, 100)
+    below = min(max(int(np.floor(virtual)), 0), n - 1)
+    above = min(below + 1, n - 1) if virtual < n - 1 else n - 1
+    return below, above, virtual - np.float64(below)
+
+
+def numpy_linear(n: int, q: float, order_stat: Callable[[int], float]) -> float:
+    """The ``q``-th percentile of ``n`` values given their order statistics, with numpy's own
+    arithmetic for the default (linear) method, so the result equals ``np.percentile`` bit for bit:
+    the virtual index ``(n - 1) * q / 100`` and numpy's two-sided lerp (numpy
+    ``lib/_function_base_impl.py``: ``_quantile``, ``_get_indexes``, ``_lerp``)."""
+    below, above, gamma = _ranks(n, q)
+    a, b = np.float64(order_stat(below)), np.float64(order_stat(above))
+    diff = b - a
+    return float(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma)
 
 
 def cost_truth(stats: CallStats) -> pd.DataFrame:
@@ -298,13 +313,19 @@ def cost_truth(stats: CallStats) -> pd.DataFrame:
     return out.fillna({"cache_hit_rate": 0.0, "summarizer_share": 0.0}).reset_index()
 
 
-def estimator(gaps: pd.DataFrame, stats: CallStats, win: int) -> pd.DataFrame:
-    """``economics.estimator_vs_truth`` with its per-call columns from the streamed aggregates:
-    the trigger columns come from the events (small), as there."""
+def triggers_from_gaps(gaps: pd.DataFrame, win: int) -> pd.DataFrame:
+    """The trigger columns of ``economics.estimator_vs_truth`` from trigger points in memory
+    (``reports.eventstats`` computes the same table in batches)."""
+    none = pd.DataFrame(columns=list(COLUMNS))
+    return economics.estimator_vs_truth(gaps.drop(columns=["ratio", "late"], errors="ignore"), none, win)
+
+
+def estimator(triggers: pd.DataFrame, stats: CallStats, win: int) -> pd.DataFrame:
+    """``economics.estimator_vs_truth`` from the streamed aggregates: per-call columns from the
+    calls, trigger columns from ``triggers`` (``eventstats.EventStats.triggers`` or
+    ``triggers_from_gaps``)."""
     if not stats.has_estimates or stats.empty:
         return pd.DataFrame()
-    none = pd.DataFrame(columns=list(COLUMNS))
-    triggers = economics.estimator_vs_truth(gaps.drop(columns=["ratio", "late"], errors="ignore"), none, win)
     calls = stats.call_ratio.set_index("strategy")
     hidden = stats.hidden.strategy.value_counts() if len(stats.hidden) else pd.Series(dtype=int)
     strategies = sorted(set(calls.index) | set(triggers.strategy if len(triggers) else []))

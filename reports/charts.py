@@ -182,7 +182,8 @@ def context_over_calls(calls: pd.DataFrame, trace: str, strategies: Sequence[str
         if window:
             ax.axhline(window, color="#c0392b", lw=1, ls=":")
             ax.annotate(f"context window {window / 1000:,.0f}K", (0, window), xytext=(4, 4),
-                        textcoords="offset points", color="#c0392b", fontsize=8)
+                        textcoords="offset points", color="#c0392b", fontsize=8, zorder=5,  # boxed: legible
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
         ax.set_title(title)
         ax.set_xlabel("agent call")
         ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
@@ -371,10 +372,11 @@ def cost_with_without_cache(totals: pd.DataFrame, colors: Mapping[str, str], pat
         ax.barh(y - 0.2, t.cost, height=0.38, color=bar_colors)
         top = float(t.cost_no_cache.max() or 1.0)
         for yi, (c, nc) in zip(y, zip(t.cost, t.cost_no_cache, strict=True), strict=True):
-            ax.text(c + top * 0.01, yi - 0.2, f"${c:,.2f}", va="center", fontsize=7.5)
-            ax.text(nc + top * 0.01, yi + 0.2, f"${nc:,.2f}", va="center", fontsize=7.5, color="#777777")
+            # one label past the longer bar: two labels at bar ends collide where the bars are close
+            label = rf"\${c:,.2f}  (\${nc:,.2f} without the cache)"
+            ax.text(max(c, nc) + top * 0.01, yi, label, va="center", fontsize=7.5)
         ax.set_yticks(y, t.strategy)
-        ax.set_xlim(0, top * 1.15)
+        ax.set_xlim(0, top * 1.3)
         ax.grid(axis="y", visible=False)
         ax.set_title("Cost with the prompt cache (solid) and without it (pale), cheapest first")
         ax.set_xlabel("USD over all traces; pale = every prompt token billed at the plain input rate")
@@ -382,8 +384,11 @@ def cost_with_without_cache(totals: pd.DataFrame, colors: Mapping[str, str], pat
 
 
 def summary_sizes(summaries: pd.DataFrame, strategies: Sequence[str], colors: Mapping[str, str],
-                  path: Path) -> Path:
-    """Distribution of summary lengths (output tokens) per strategy that wrote summaries."""
+                  path: Path, exact: pd.DataFrame | None = None) -> Path:
+    """Distribution of summary lengths (output tokens) per strategy that wrote summaries.
+
+    ``exact`` (``bench.stats.summary_sizes``'s table) gives each strategy's n and median when
+    ``summaries`` holds only a sample of its points (``reports.summarystats``)."""
     with _figure(path) as (_, ax):
         title = "Summary sizes (output tokens per summary)"
         present = [s for s in strategies if not summaries.empty and (summaries.strategy == s).any()]
@@ -397,7 +402,11 @@ def summary_sizes(summaries: pd.DataFrame, strategies: Sequence[str], colors: Ma
         jitter = np.random.default_rng(0)
         for i, (s, d) in enumerate(zip(present, data, strict=True), start=1):
             ax.scatter(d, i + jitter.uniform(-0.18, 0.18, len(d)), s=12, color=colors[s], alpha=0.75, zorder=3)
-            ax.text(1.01, i, f"n={len(d)}  median {np.median(d):,.0f}", transform=ax.get_yaxis_transform(),
+            n, median = len(d), np.median(d)
+            if exact is not None and s in set(exact.strategy):
+                row = exact[exact.strategy == s].iloc[0]
+                n, median = int(row["n"]), float(row["p50"])
+            ax.text(1.01, i, f"n={n}  median {median:,.0f}", transform=ax.get_yaxis_transform(),
                     va="center", fontsize=7.5, color="#555555")
         ax.set_yticks(range(1, len(present) + 1), present)
         ax.set_xlim(left=0)
@@ -414,24 +423,19 @@ def retention_by_age(probes: pd.DataFrame, strategies: Sequence[str], path: Path
     Only end-of-trace probes (when the file says which): a strategy probed after each of its
     compactions would otherwise be scored on more, and different, rows than ``none``.
     """
-    p = probes[probes.needle_kind != "control"] if "needle_kind" in probes else probes
-    p = p[p.moment == "end"] if "moment" in p else p
+    from reports import probestats
+
+    return retention_by_age_grid(probestats.age_grid(probestats.from_frame(probes), list(strategies)), path)
+
+
+def retention_by_age_grid(grid, path: Path) -> Path:
+    """``retention_by_age`` drawn from its grid (``reports.probestats.age_grid``: counts, not rows)."""
     with _figure(path) as (fig, ax):
         title = "Needle retention at the end of the trace, by needle age"
-        if p.empty:
+        if grid.empty:
             _empty(ax, title, "no needle probes in this run")
             return path
-        bins = pd.cut(p.age_tokens, AGE_EDGES, labels=AGE_LABELS, right=False)
-        cols = [c for c in AGE_LABELS if (bins == c).any()]
-        rows = [s for s in strategies if (p.strategy == s).any()]
-        verbatim = np.full((len(rows), len(cols)), np.nan)
-        by_ref = np.zeros_like(verbatim)
-        for i, s in enumerate(rows):
-            for j, c in enumerate(cols):
-                cell = p[(p.strategy == s) & (bins == c)]
-                if len(cell):
-                    verbatim[i, j] = (cell.cls == "retained-verbatim").mean()
-                    by_ref[i, j] = (cell.cls == "recoverable-by-reference").mean()
+        rows, cols, verbatim, by_ref = grid.rows, grid.cols, grid.verbatim, grid.by_ref
         image = ax.imshow(verbatim, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
         for i in range(len(rows)):
             for j in range(len(cols)):
@@ -441,8 +445,7 @@ def retention_by_age(probes: pd.DataFrame, strategies: Sequence[str], path: Path
                 dark = 0.25 < verbatim[i, j] < 0.8
                 ax.text(j, i, f"{verbatim[i, j]:.0%}{ref}", ha="center", va="center", fontsize=8,
                         color="#222222" if dark else "white")
-        counts = [int((bins == c).sum()) for c in cols]
-        ax.set_xticks(range(len(cols)), [f"{c}\n(n={n})" for c, n in zip(cols, counts, strict=True)])
+        ax.set_xticks(range(len(cols)), [f"{c}\n(n={n})" for c, n in zip(cols, grid.counts, strict=True)])
         ax.set_yticks(range(len(rows)), rows)
         ax.grid(False)
         ax.set_xlabel("needle age when probed (tokens since it was stated)\n"

@@ -42,10 +42,11 @@ def details(title: str, header: tuple[str, ...], rows: list[tuple[Any, ...]]) ->
             f"<tbody>{body}</tbody></table></details>")
 
 
-def events_html(events: pd.DataFrame, order: list[str]) -> str:
-    if events.empty:
+def events_html(kinds: pd.DataFrame, order: list[str]) -> str:
+    """``kinds``: strategy × event kind counts (``reports.eventstats.EventStats.kinds``)."""
+    if kinds.empty:
         return "<p class=muted>No strategy events in this run.</p>"
-    pivot = events.pivot_table(index="strategy", columns="kind", values="trace", aggfunc="count", fill_value=0)
+    pivot = kinds
     pivot = pivot.reindex([s for s in order if s in pivot.index])
     head = "<tr><th>strategy</th>" + "".join(f"<th class=num>{html.escape(k)}</th>" for k in pivot.columns) + "</tr>"
     body = "".join(f"<tr><td class=name>{html.escape(s)}</td>"

@@ -41,8 +41,14 @@ def paired_ci(comparisons: pd.DataFrame, order: Sequence[str], path: Path) -> Pa
         rows = [s for s in order if s in set(comparisons.strategy)][::-1]
         for a, metric in zip(axes, metrics, strict=True):
             c = comparisons[comparisons.metric == metric].set_index("strategy").reindex(rows)
-            scale = 100 / c.mean_baseline.abs().replace(0, np.nan) if metric != "retention" else 100.0
-            mid, low, high = c.mean_diff * scale, c.ci_low * scale, c.ci_high * scale
+            if metric == "retention":
+                mid, low, high = c.mean_diff * 100, c.ci_low * 100, c.ci_high * 100
+            else:  # relative to none: the mean ratio and its own resampled interval (never under −100%)
+                mid = c.mean_diff * 100 / c.mean_baseline.abs().replace(0, np.nan)
+                if "rel_low" in c:
+                    low, high = c.rel_low * 100, c.rel_high * 100
+                else:  # a comparisons table written before the ratio interval existed
+                    low, high = (c.ci_low * 100 / c.mean_baseline.abs(), c.ci_high * 100 / c.mean_baseline.abs())
             for y, s in enumerate(rows):
                 if pd.isna(mid[s]):
                     continue
@@ -174,8 +180,12 @@ def _round_panels(fig: Figure, ax: Axes, have: pd.DataFrame, colors: Mapping[str
     fig.supylabel("needles retained verbatim", fontsize=8)
 
 
-def estimate_ratio(gaps: pd.DataFrame, order: Sequence[str], colors: Mapping[str, str], path: Path) -> Path:
-    """Each strategy's own estimate over the true tokens at every point it acted."""
+def estimate_ratio(gaps: pd.DataFrame, order: Sequence[str], colors: Mapping[str, str], path: Path,
+                   exact: pd.DataFrame | None = None) -> Path:
+    """Each strategy's own estimate over the true tokens at every point it acted.
+
+    ``exact`` (``reports.eventstats``' trigger table) gives each strategy's n and p10/p50/p90 when
+    ``gaps`` holds only a sample of its points."""
     with _figure(path) as (_, ax):
         title = "Strategy's own token estimate / true tokens, at each point it acted"
         rows = [s for s in order if len(gaps) and (gaps.strategy == s).any()][::-1]
@@ -186,10 +196,14 @@ def estimate_ratio(gaps: pd.DataFrame, order: Sequence[str], colors: Mapping[str
         jitter = np.random.default_rng(0)
         for y, (s, d) in enumerate(zip(rows, data, strict=True)):
             ax.scatter(d, y + jitter.uniform(-0.18, 0.18, len(d)), s=14, alpha=0.7, color=colors.get(s, "#333333"))
-            q10, q50, q90 = np.percentile(d, [10, 50, 90])
+            n, (q10, q50, q90) = len(d), np.percentile(d, [10, 50, 90])
+            if exact is not None and s in set(exact.strategy):
+                row = exact[exact.strategy == s].iloc[0]
+                n, q10, q50, q90 = (int(row["triggers"]), row["trigger_ratio_p10"], row["trigger_ratio_p50"],
+                                    row["trigger_ratio_p90"])
             ax.plot([q10, q90], [y, y], color="#222222", lw=1.2)
             ax.plot([q50], [y], marker="|", markersize=16, color="#222222", mew=2)
-            ax.text(1.01, y, f"n={len(d)}  p50 {q50:.2f}", transform=ax.get_yaxis_transform(), va="center",
+            ax.text(1.01, y, f"n={n}  p50 {q50:.2f}", transform=ax.get_yaxis_transform(), va="center",
                     fontsize=7.5, color="#555555")
         ax.axvline(1.0, color="#b42318", lw=1, ls=":")
         ax.set_yticks(range(len(rows)), rows)

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import PercentFormatter
 
 from reports.charts import DPI, SIZE_INCHES, STYLE
 from reports.scoring import DEFAULT, Sweep, safe_float
@@ -66,7 +67,7 @@ def line_sweeps(sweeps: Sequence[Sweep], recommended: str | None, traces: int, p
                     ax.yaxis.set_major_formatter(lambda v, _: f"${v:,.2f}")
                     ax.set_ylabel("cost per trace ↓" if col == 0 else "")
                 else:
-                    ax.yaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
+                    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=None))  # 62.5%, not a rounded 63%
                     ax.set_ylabel("needle retention ↑" if col == 0 else "")
                 ax.set_xticks(rows.x.tolist())
                 if r == 0:

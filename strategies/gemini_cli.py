@@ -191,7 +191,14 @@ def _chars(m: Message) -> int:
 def split_point(messages: tuple[Message, ...], fraction: float) -> int:
     """chatCompressionService.ts findCompressSplitPoint (l.60-100): the first user turn (not a tool
     response) once ``fraction`` of the characters lie before it; failing that, everything when the
-    last message is a model answer without tool calls, else the last user turn seen."""
+    last model turn made no tool call, else the last user turn seen.
+
+    "The last model turn" is the trailing run of assistant messages, not only the last one: our logs
+    may hold one model output as several messages (a call, then an empty message), where the CLI
+    records one Content per response and its curated history keeps or drops a run of consecutive
+    model contents as one output (core/geminiChat.ts extractCuratedHistory l.213-245 @5411f113).
+    Looking only at the empty message would compress the call away while its result waits in the
+    request (an orphan result the API rejects)."""
     sizes = [_chars(m) for m in messages]
     target = sum(sizes) * fraction
     last_split = 0
@@ -202,7 +209,10 @@ def split_point(messages: tuple[Message, ...], fraction: float) -> int:
                 return i
             last_split = i
         seen += sizes[i]
-    if messages and messages[-1].role == "assistant" and not messages[-1].tool_uses:
+    run = len(messages)
+    while run and messages[run - 1].role == "assistant":
+        run -= 1
+    if run < len(messages) and not any(m.tool_uses for m in messages[run:]):
         return len(messages)
     return last_split
 
@@ -230,6 +240,8 @@ class GeminiCli(Strategy):
 
     name = "gemini-cli"
     citation = SRC
+    version = 2
+    """2: a call followed by an empty assistant message is not compressed away from its result."""
 
     estimator: str = "truth"
     threshold: float = 0.5

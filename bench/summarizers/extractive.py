@@ -16,6 +16,8 @@ of the user's requests is carried into the next one, as real summary prompts ask
 from __future__ import annotations
 
 import re
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -103,6 +105,43 @@ class _Item:
     text: str
 
 
+_PER_MESSAGE: dict[tuple[int, int], tuple[weakref.ref, tuple]] = {}
+"""id(message), clip → (a weak reference to the message, what ``_found`` read of it); an entry
+goes when its message does, so the memo holds only what a live trace or context holds."""
+
+
+def _forget(key: tuple[int, int]) -> Callable[[weakref.ref], None]:
+    def drop(ref: weakref.ref) -> None:
+        hit = _PER_MESSAGE.get(key)
+        if hit is not None and hit[0] is ref:  # not a newer message that took the same id
+            del _PER_MESSAGE[key]
+    return drop
+
+
+def _found(m: Message, clip: int) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...], tuple[str, ...], str | None]:
+    """What ``_pools`` takes from one message: (path, file item) pairs, action items, error
+    lines and the statement item, once per message object: some twenty strategies summarize the
+    same recorded messages, most of them many times over."""
+    key = (id(m), clip)
+    hit = _PER_MESSAGE.get(key)
+    if hit is not None and hit[0]() is m:
+        return hit[1]
+    files: list[tuple[str, str]] = []
+    actions: list[str] = []
+    for u in m.tool_uses:
+        path = next((v for k in PATH_KEYS if isinstance(v := u.input.get(k), str) and v), None)
+        if path is not None:
+            written = next((v for k in WRITTEN_KEYS if isinstance(v := u.input.get(k), str) and v), "")
+            files.append((path, path + (f" (last written: {_clip(written, 300)})" if written else "")))
+        arg = next((v for k in ACTION_KEYS if isinstance(v := u.input.get(k), str) and v), "")
+        actions.append(_clip(f"{u.name}: {arg}" if arg else u.name, 160))
+    errors = tuple(line for b in m.blocks if isinstance(b, ToolResult) for line in _errors_in(b.content))
+    statement = _clip(m.text, clip) if m.role == "assistant" and m.text.strip() else None
+    found = (tuple(files), tuple(actions), errors, statement)
+    _PER_MESSAGE[key] = (weakref.ref(m, _forget(key)), found)
+    return found
+
+
 def _pools(msgs: tuple[Message, ...], clip: int) -> dict[str, list[_Item]]:
     """Candidate items per section kind, most important first."""
     humans = user_requests(msgs)
@@ -115,21 +154,16 @@ def _pools(msgs: tuple[Message, ...], clip: int) -> dict[str, list[_Item]]:
     statements: list[_Item] = []
     errors: dict[str, _Item] = {}
     for i, m in enumerate(msgs):
-        for u in m.tool_uses:
-            path = next((v for k in PATH_KEYS if isinstance(v := u.input.get(k), str) and v), None)
-            if path is not None:
-                written = next((v for k in WRITTEN_KEYS if isinstance(v := u.input.get(k), str) and v), "")
-                files.pop(path, None)
-                files[path] = _Item(i, path + (f" (last written: {_clip(written, 300)})" if written else ""))
-            arg = next((v for k in ACTION_KEYS if isinstance(v := u.input.get(k), str) and v), "")
-            actions.append(_Item(i, _clip(f"{u.name}: {arg}" if arg else u.name, 160)))
-        for b in m.blocks:
-            if isinstance(b, ToolResult):
-                for line in _errors_in(b.content):
-                    errors.pop(line, None)
-                    errors[line] = _Item(i, line)
-        if m.role == "assistant" and m.text.strip():
-            statements.append(_Item(i, _clip(m.text, clip)))
+        paths, acts, lines, statement = _found(m, clip)
+        for path, item in paths:
+            files.pop(path, None)
+            files[path] = _Item(i, item)
+        actions += [_Item(i, a) for a in acts]
+        for line in lines:
+            errors.pop(line, None)
+            errors[line] = _Item(i, line)
+        if statement is not None:
+            statements.append(_Item(i, statement))
     last = statements.pop() if statements else None
     upcoming = ([_Item(len(msgs), _clip(last.text, 2 * clip))] if last else [])
     if humans:

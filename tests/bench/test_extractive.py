@@ -117,3 +117,29 @@ def test_the_report_sets_each_strategys_summary_sizes_beside_its_agents_recorded
     assert sizes.loc["tiered-placeholders", "recorded_agent"] == "pooled"
     page = summary_sizes_html(sizes.reset_index(), ["claude-code", "tiered-placeholders"], 20_000)
     assert "recorded p50 (cl100k)" in page and "pooled" in page
+
+
+def test_what_each_message_yields_is_remembered_per_object_with_the_same_pools():
+    from dataclasses import replace
+
+    from bench.summarizers import extractive
+
+    msgs = generate("short", 0).messages
+    extractive._PER_MESSAGE.clear()
+    first = extractive._pools(msgs, 600)
+    assert len(extractive._PER_MESSAGE) == len(msgs)  # once per message
+    again = extractive._pools(msgs, 600)
+    assert len(extractive._PER_MESSAGE) == len(msgs)  # served from the memo
+    copies = tuple(replace(m) for m in msgs)
+    fresh = extractive._pools(copies, 600)  # other objects: read anew
+    assert len(extractive._PER_MESSAGE) == 2 * len(msgs)
+    del copies, fresh
+    assert len(extractive._PER_MESSAGE) == len(msgs)  # gone with their messages
+    fresh = extractive._pools(tuple(replace(m) for m in msgs), 600)
+    assert first == again == fresh and first["actions"] and first["statements"]
+    # a rewritten output is another object: its own error lines, not its predecessor's
+    i = next(i for i, m in enumerate(msgs) if m.tool_results)
+    rewritten = msgs[i].with_blocks((ToolResult(msgs[i].tool_results[0].tool_use_id, "FATAL: disk full"),))
+    pools = extractive._pools((*msgs[:i], rewritten, *msgs[i + 1:]), 600)
+    assert "FATAL: disk full" in [x.text for x in pools["errors"]]
+    assert "FATAL: disk full" not in [x.text for x in first["errors"]]

@@ -175,3 +175,21 @@ def test_usage_ratio_is_the_providers_growth_over_ours_with_the_overhead_cancell
     ratio = usage_ratio(Trace("u", tuple(msgs)), counter)
     assert ratio is not None and abs(ratio - 1.3) < 0.01
     assert usage_ratio(Trace("short", tuple(msgs[:12])), counter) is None  # 5 steps: too few to say
+
+
+def test_a_manual_compaction_is_listed_but_never_paired_with_an_automatic_one():
+    """The user's /compact is not a trigger any strategy models: the replay's first automatic
+    compaction is set beside the recorded automatic one, and the results table reports that."""
+    from dataclasses import replace as dc_replace
+
+    from bench.fidelity import first_automatic
+
+    trace = dc_replace(TRACE, compactions=(RecordedCompaction(3, "manual", 1_050, "Typed /compact."),
+                                           *TRACE.compactions))
+    counter = TokenCounter()
+    result = replay_recorded(trace, UsageTrigger(), ReplayConfig(profile("claude-sonnet-4-5")), counter=counter)
+    manual, auto = fidelity_rows(trace, result, counter=counter)
+    assert manual["trigger"] == "manual" and manual["replayed_call"] is None and manual["call_delta"] is None
+    assert auto["trigger"] == "auto" and auto["replayed_call"] == 3 and auto["call_delta"] == 0
+    assert first_automatic([manual, auto]) is auto
+    assert first_automatic([manual]) is manual and first_automatic([]) == {}

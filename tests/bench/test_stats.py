@@ -112,3 +112,18 @@ def test_weighted_bootstrap_is_the_weighted_mean_and_a_zero_weight_pair_does_not
     assert w.ci_high <= 1.0 and w.ci_low >= 0.5  # the -50 of the zero-weight pair never enters
     with pytest.raises(ValueError, match="weights"):
         paired_bootstrap(a, b, weights=[1, 2])
+
+
+def test_the_relative_interval_is_the_ratio_s_own_and_never_under_minus_100_percent() -> None:
+    """Every strategy value is a tenth of the baseline's, on units of very different size: the
+    relative change is −90% in every resample, while the difference's interval over the whole
+    sample's baseline mean reaches far below −100% (a resample of mostly the big unit)."""
+    a = [1.0, 1.0, 1.0, 100.0]
+    b = [x / 10 for x in a]
+    c = paired_bootstrap(a, b, resamples=2_000, seed=0)
+    assert c.rel_low == pytest.approx(-0.9) and c.rel_high == pytest.approx(-0.9)
+    assert c.ci_low / c.mean_a < -1.0  # what the chart used to draw
+    w = paired_bootstrap(a, b, resamples=2_000, seed=0, weights=[1, 1, 1, 5])
+    assert w.rel_low == pytest.approx(-0.9) and w.rel_high == pytest.approx(-0.9)
+    single = paired_bootstrap([4.0], [1.0])
+    assert single.rel_low == single.rel_high == pytest.approx(-0.75)

@@ -63,3 +63,26 @@ def test_the_replay_flags_an_invalid_request_with_an_event_and_counts_it():
     assert "tool call a has no result" in flagged[0].detail and "empty assistant message" in flagged[1].detail
     row = results_table([r]).iloc[0]
     assert row.invalid_requests == 2 and row.events == 0  # the flag is not a strategy action
+
+
+def test_the_incremental_check_equals_checking_from_scratch_over_random_rewrites():
+    import random
+
+    rng = random.Random(11)
+    pool = [ASK, Message("user", (Text(""),)), Message("assistant", ())]
+    for trial in range(300):
+        check = RequestCheck()
+        request: list[Message] = [SYS]
+        for _ in range(12):
+            op = rng.random()
+            ids = [rng.choice("abcdefgh") for _ in range(rng.randint(1, 3))]
+            if op < 0.45:  # grow: a call, a result (maybe of an unknown or repeated id), a turn
+                request.append(rng.choice([call(*ids), result(*ids), rng.choice(pool)]))
+            elif op < 0.65 and len(request) > 2:  # a rewrite from some message on
+                request[rng.randrange(1, len(request))] = rng.choice([call(*ids), result(*ids), ASK])
+            elif op < 0.8 and len(request) > 3:  # a dropped range
+                i = rng.randrange(1, len(request) - 1)
+                del request[i:rng.randrange(i + 1, len(request))]
+            elif len(request) > 2:  # a shorter request
+                del request[rng.randrange(2, len(request)):]
+            assert check.problems(request) == problems(request), (trial, request)

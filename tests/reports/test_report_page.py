@@ -101,3 +101,16 @@ def test_list_prints_one_line_per_strategy_and_scenario_sizes(capsys: pytest.Cap
     assert main(["list", "scenarios"]) == 0
     for line in capsys.readouterr().out.splitlines():
         assert re.match(r"\S+\s+~[\d,]+K tokens, \d+ human turns", line), line
+
+
+def test_the_sawtooth_shows_the_trace_whose_context_grew_largest() -> None:
+    """Not the tiny chat a summarizer touches every turn: the long session where compaction matters."""
+    import pandas as pd
+
+    from reports import _sawtooth_trace
+
+    rows = pd.DataFrame({"trace": ["chat", "chat", "long", "long"], "strategy": ["none", "aider"] * 2,
+                         "peak_context": [11_000, 9_000, 1_174_000, 182_000], "compactions": [0, 9, 0, 4]})
+    assert _sawtooth_trace(rows) == "long"
+    tie = rows.assign(peak_context=[5, 5, 5, 5])
+    assert _sawtooth_trace(tie) == "chat"  # equal peaks: where strategies compacted most

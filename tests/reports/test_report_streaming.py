@@ -89,7 +89,7 @@ def assert_same_as_whole_frame(stats: callstats.CallStats, calls: pd.DataFrame, 
         pd.testing.assert_frame_equal(ref.sort_index(), got.sort_index())
     gaps = scoring.trigger_points(events, WINDOW)
     old_est = scoring.estimator(gaps, calls, WINDOW)
-    new_est = callstats.estimator(gaps, stats, WINDOW)
+    new_est = callstats.estimator(callstats.triggers_from_gaps(gaps, WINDOW), stats, WINDOW)
     pd.testing.assert_frame_equal(old_est.reset_index(drop=True), new_est[old_est.columns].reset_index(drop=True),
                                   check_dtype=False)
     hidden = scoring.hidden_overflow_calls(calls, WINDOW)
@@ -181,3 +181,223 @@ def test_report_reads_calls_in_batches_and_draws_the_same_figures(tmp_path: Path
     assert page == reference[0]
     assert json.loads((run_dir / "verdict.json").read_text()) == json.loads(
         (tmp_path / "whole" / "fixture" / "verdict.json").read_text())
+
+
+# -- events, summaries and probes (issue 13: the report streams them too) -------------------------
+
+from reports import batches, compactions, eventstats, probestats, summarystats  # noqa: E402
+from reports.scoring import CLASSES, FALSE_POSITIVE  # noqa: E402
+
+STREAMED = ("calls", "events", "summaries", "probes")
+
+
+def random_probes(seed: int = 5, n: int = 3_000) -> pd.DataFrame:
+    """Probes of every moment, class and kind (controls too), ages across every bucket, rounds 1–4."""
+    rng = np.random.default_rng(seed)
+    moment = rng.choice(["end", "compaction"], n, p=[0.6, 0.4])
+    kind = rng.choice(["fact", "error", "constraint", "control"], n)
+    cls = np.where(kind == "control", rng.choice(["missing", FALSE_POSITIVE], n), rng.choice(list(CLASSES), n))
+    return pd.DataFrame({
+        "trace": rng.choice([f"t{i}" for i in range(9)], n), "strategy": rng.choice(["none", "a", "b", "c"], n),
+        "moment": moment, "call": rng.integers(1, 200, n), "round": np.where(moment == "end", 0, rng.integers(1, 5, n)),
+        "needle": [f"n-{i % 37}" for i in range(n)], "needle_kind": kind, "source": "planted", "cls": cls,
+        "retained": cls == "retained-verbatim", "age_tokens": rng.integers(0, 300_000, n).astype(float),
+        "age_calls": rng.integers(0, 180, n).astype(float)})
+
+
+def random_events(seed: int = 8, n: int = 2_000) -> pd.DataFrame:
+    """Events in record order, with chained follow-ups (same outcome), unmeasured actions and late triggers."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    while len(rows) < n:
+        t, s, call = f"t{rng.integers(0, 6)}", str(rng.choice(["a", "b", "c"])), int(rng.integers(1, 300))
+        before = int(rng.choice([0, rng.integers(10_000, 260_000)], p=[0.1, 0.9]))
+        est = int(before * rng.uniform(0.6, 1.3))
+        after = before // 3
+        rows.append({"trace": t, "strategy": s, "call": call, "hook": "before_call",
+                     "kind": str(rng.choice(["summarize", "mask", "truncate"])), "tokens_before": before,
+                     "tokens_after": after, "estimate_before": est, "messages_touched": 2, "summary_tokens": None,
+                     "detail": ""})
+        if rng.random() < 0.2:  # a reinject continuing that outcome: chained, left out
+            rows.append({**rows[-1], "kind": "reinject", "tokens_before": after, "tokens_after": after + 900})
+    return pd.DataFrame(rows)
+
+
+def random_summaries(seed: int = 4, n: int = 400) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    strategy = rng.choice(["a", "b", "claude-code"], n)
+    return pd.DataFrame({"trace": rng.choice(["t1", "t2"], n), "strategy": strategy, "call": rng.integers(1, 99, n),
+                         "tokens": rng.integers(50, 40_000, n),
+                         "max_tokens": np.where(strategy == "a", np.nan, np.where(strategy == "b", 20_000.0,
+                                                rng.choice([np.nan, 32_000.0], n))),
+                         "text": [f"summary {i} " * int(rng.integers(1, 6)) for i in range(n)]})
+
+
+@pytest.mark.parametrize("batch", [17, 250, batches.BATCH_ROWS])
+def test_probe_counts_give_the_whole_frame_retention(monkeypatch: pytest.MonkeyPatch, batch: int) -> None:
+    probes = random_probes()
+    monkeypatch.setattr(batches, "BATCH_ROWS", batch)
+    got = probestats.from_frame(probes)
+    tripled = probestats.from_frame(pd.concat([probes] * 3, ignore_index=True))
+    assert len(tripled.counts) == len(got.counts)  # cells, not rows: three times the probes, no more memory
+    assert tripled.counts.n.sum() == 3 * got.counts.n.sum() == 3 * len(probes)
+    ages = scoring.age_buckets(probes)
+    pd.testing.assert_frame_equal(probestats.retention_overall(got), scoring.retention_overall(ages))
+    pd.testing.assert_frame_equal(probestats.cliff_table(got), scoring.cliff_table(ages))
+    assert (scoring.cliff_table(ages).rounds == 4).all()
+    for col in ("needle_kind", "age_tokens_bucket", "age_calls_bucket"):
+        old = scoring.retention_by(ages, col).reset_index(drop=True)
+        pd.testing.assert_frame_equal(probestats.retention_by(got, col).reset_index(drop=True), old)
+
+
+def _old_age_grid(probes: pd.DataFrame, strategies: list[str]) -> tuple:
+    """charts.retention_by_age's grid as it computed it from the whole frame before streaming."""
+    from reports.charts import AGE_EDGES, AGE_LABELS
+
+    p = probes[(probes.needle_kind != "control") & (probes.moment == "end")]
+    bins = pd.cut(p.age_tokens, AGE_EDGES, labels=AGE_LABELS, right=False)
+    cols = [c for c in AGE_LABELS if (bins == c).any()]
+    rows = [s for s in strategies if (p.strategy == s).any()]
+    verbatim = np.full((len(rows), len(cols)), np.nan)
+    by_ref = np.zeros_like(verbatim)
+    for i, s in enumerate(rows):
+        for j, c in enumerate(cols):
+            cell = p[(p.strategy == s) & (bins == c)]
+            if len(cell):
+                verbatim[i, j] = (cell.cls == "retained-verbatim").mean()
+                by_ref[i, j] = (cell.cls == "recoverable-by-reference").mean()
+    return rows, cols, verbatim, by_ref, [int((bins == c).sum()) for c in cols]
+
+
+def test_age_grid_equals_the_whole_frame_grid(monkeypatch: pytest.MonkeyPatch) -> None:
+    probes = random_probes(seed=9)
+    probes = probes[~((probes.strategy == "c") & (probes.age_tokens >= 128_000))]  # an empty cell
+    monkeypatch.setattr(batches, "BATCH_ROWS", 13)
+    grid = probestats.age_grid(probestats.from_frame(probes), ["none", "a", "b", "c", "absent"])
+    rows, cols, verbatim, by_ref, counts = _old_age_grid(probes, ["none", "a", "b", "c", "absent"])
+    assert (grid.rows, grid.cols, grid.counts) == (rows, cols, counts)
+    np.testing.assert_array_equal(grid.verbatim, verbatim)
+    np.testing.assert_array_equal(grid.by_ref, by_ref)
+    assert np.isnan(grid.verbatim).sum() == 1
+
+
+@pytest.mark.parametrize("batch", [1, 9, batches.BATCH_ROWS])
+def test_event_aggregates_equal_the_whole_frame(monkeypatch: pytest.MonkeyPatch, batch: int) -> None:
+    events = random_events(n=150 if batch == 1 else 1_500)
+    monkeypatch.setattr(batches, "BATCH_ROWS", batch)
+    got = eventstats.from_frame(events, WINDOW)
+    gaps = scoring.trigger_points(events, WINDOW)
+    assert len(gaps) < len(events) and gaps.late.any()  # chained and unmeasured events were dropped
+    old = callstats.triggers_from_gaps(gaps, WINDOW)
+    pd.testing.assert_frame_equal(got.triggers.reset_index(drop=True), old[eventstats.TRIGGER_COLUMNS],
+                                  check_dtype=False)
+    assert got.points.strategy.tolist() == gaps.strategy.tolist()  # every point, in record order
+    assert got.points.ratio.tolist() == gaps.ratio.tolist()
+    pivot = events.pivot_table(index="strategy", columns="kind", values="trace", aggfunc="count", fill_value=0)
+    pd.testing.assert_frame_equal(got.kinds, pivot)
+    assert got.rows == len(events)
+
+
+def test_event_chart_points_are_capped_and_the_figures_stay_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    events = random_events(n=3_000)
+    monkeypatch.setattr(batches, "BATCH_ROWS", 97)
+    monkeypatch.setattr(eventstats, "CHART_POINTS", 50)
+    got = eventstats.from_frame(events, WINDOW)
+    by_task = events.sort_values(["trace", "strategy"], kind="stable").reset_index(drop=True)  # another task order
+    full = eventstats.from_frame(by_task, WINDOW)
+    assert got.points.strategy.value_counts().max() == 50
+    assert sorted(got.points.ratio) == sorted(full.points.ratio)  # the same sample whatever the order
+    old = callstats.triggers_from_gaps(scoring.trigger_points(events, WINDOW), WINDOW)
+    pd.testing.assert_frame_equal(got.triggers.reset_index(drop=True), old[eventstats.TRIGGER_COLUMNS],
+                                  check_dtype=False)
+
+
+@pytest.mark.parametrize("batch", [3, 33, batches.BATCH_ROWS])
+def test_summary_sizes_equal_the_whole_frame(monkeypatch: pytest.MonkeyPatch, batch: int) -> None:
+    from bench import stats
+
+    summaries = random_summaries()
+    monkeypatch.setattr(batches, "BATCH_ROWS", batch)
+    got = summarystats.from_frame(summaries)
+    old = stats.summary_sizes(summaries)
+    pd.testing.assert_frame_equal(got.sizes, old)
+    assert set(old.reserve_source) == {"default", "strategy", "mixed"} and old.over_reserve.sum() > 0
+    assert got.points.tokens.tolist() == summaries.tokens.tolist()
+
+
+def fixture_in_store(run_dir: Path, *, tasks_per_part: int = 2) -> Path:
+    """The fixture run's calls, events, summaries and probes moved into the Parquet store, its tasks
+    written in reverse plan order (so part order is not record order), the exports deleted."""
+    import pyarrow as pa
+
+    results = pd.read_csv(run_dir / "results.csv")
+    tables = {"calls": pd.read_csv(run_dir / "calls.csv"), "probes": pd.read_csv(run_dir / "probes.csv")}
+    for name in ("events", "summaries"):
+        tables[name] = pd.DataFrame([json.loads(x) for x in (run_dir / f"{name}.jsonl").read_text().splitlines()])
+    st = store.Store(run_dir, batch_tasks=tasks_per_part)
+    plan = [{"key": f"{t}|{s}", "trace": t, "strategy": s, "tpos": i, "spos": 0}
+            for i, (t, s) in enumerate(zip(results.trace, results.strategy, strict=True))]
+    for task in reversed(plan):
+        out = {}
+        for name, df in tables.items():
+            g = df[(df.trace == task["trace"]) & (df.strategy == task["strategy"])].reset_index(drop=True)
+            if len(g):
+                out[name] = (g.to_dict("records") if name == "probes"
+                             else pa.Table.from_pandas(g, preserve_index=False))
+        st.add(store.TaskOutput(task["key"], {"trace": task["trace"], "strategy": task["strategy"], "error": ""},
+                                out))
+    st.flush()
+    store.write_plan(run_dir, pd.DataFrame(plan))
+    for name in STREAMED:
+        (run_dir / store.EXPORTS[name]).unlink()
+    return run_dir
+
+
+def _pages(run_dir: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((run_dir / "compactions").glob("*.html"))}
+
+
+def test_report_streams_events_summaries_and_probes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reference = _render(write_fixture_run(tmp_path / "fixture"))
+    ref_pages = _pages(tmp_path / "fixture")
+    run_dir = fixture_in_store(write_fixture_run(tmp_path / "store" / "fixture"))
+    assert len(list((run_dir / "data" / "probes").glob("part-*.parquet"))) >= 2
+    seen: list[int] = []
+    real = batches.batches
+
+    def spy(*args, **kwargs):
+        for b in real(*args, **kwargs):
+            seen.append(len(b))
+            yield b
+
+    def whole(run_dir: Path, table: str) -> pd.DataFrame:
+        raise AssertionError(f"the report loaded the whole {table} table")
+
+    real_load = store.load_table
+    monkeypatch.setattr(store, "load_table", lambda d, t: whole(d, t) if t in STREAMED else real_load(d, t))
+    monkeypatch.setattr(batches, "BATCH_ROWS", 2)
+    monkeypatch.setattr(callstats, "BATCH_ROWS", 2)
+    monkeypatch.setattr(batches, "batches", spy)
+    page, pngs = _render(run_dir)
+    assert seen and max(seen) <= 2
+    assert pngs == reference[1]
+    # the page names its own folder in the `compaction-bench show` hints: the rest must be the same
+    assert page == reference[0]
+    assert {k: v.replace(str(run_dir).encode(), b"RUN") for k, v in _pages(run_dir).items()} == \
+        {k: v.replace(str(tmp_path / "fixture").encode(), b"RUN") for k, v in ref_pages.items()}
+    assert b"needles lost here" in b"".join(ref_pages.values())  # the pages had something to lose
+
+
+def test_compaction_pages_from_frames_match_pages_from_the_run(tmp_path: Path) -> None:
+    run_dir = write_fixture_run(tmp_path / "fixture")
+    frames = compactions.from_frames(store.load_table(run_dir, "events"), store.load_table(run_dir, "summaries"),
+                                     store.load_table(run_dir, "probes"))
+    streamed = compactions.from_run(run_dir)
+    for strategy in ("llm", "mask", "none"):
+        (e1, s1, l1), (e2, s2, l2) = frames(strategy), streamed(strategy)
+        assert l1 == l2 and len(e1) == len(e2) and (s1 is None) == (s2 is None)
+    strategies = ["none", "llm", "mask"]
+    compactions.write(run_dir, strategies, frames)
+    whole = _pages(run_dir)
+    compactions.write(run_dir, strategies, streamed)
+    assert _pages(run_dir) == whole and b"<pre>summary</pre>" in whole["llm.html"]

@@ -72,6 +72,25 @@ def test_split_point_is_the_first_user_turn_after_70_percent():
     assert split_point(done, 0.7) == len(done)
 
 
+def test_a_call_then_an_empty_assistant_message_is_not_compressed_away_from_its_result(counter):
+    # a log that holds one model output as two messages: the call, then an empty message; the
+    # request's own result follows. The last model turn made a call: not "safe to compress everything".
+    call = Message("assistant", (ToolUse("c9", "read_file", {"path": "f9"}),))
+    empty = Message("assistant", ())
+    history = (user("task " * 400), *tool_round(0, 3000), *tool_round(1, 3000), call, empty)
+    assert split_point(history, 0.7) == 0  # only the first user turn is a split point
+    assert split_point((*history[:-2], Message("assistant", (Text("done"),)), empty), 0.7) == len(history)
+    msgs = (Message.text_message("system", "sys"), user("step one " * 300), *tool_round(0, 4000),
+            user("step two " * 300), *tool_round(1, 4000), call, empty, Message("user", (ToolResult("c9", "z" * 50),)))
+    s = session(counter, 60_000)
+    out = GeminiCli().before_call(s.meter.context(msgs), s)
+    assert out is not None  # it compresses, at "step two", keeping the call with its result
+    new = out.context.messages
+    assert orphans(new) == (set(), set())
+    assert any(u.id == "c9" for m in new for u in m.tool_uses) and new[-1] is msgs[-1]
+    assert new[3:] == msgs[4:]
+
+
 def test_old_tool_outputs_over_the_budget_are_cut_newest_kept():
     history = (user("task"), *tool_round(0, 100_000), *tool_round(1, 100_000), *tool_round(2, 100_000))
     assert estimate_tokens("y" * 100_000) == 33_000

@@ -1,0 +1,136 @@
+"""The events, summaries and probes of a run, read ``BATCH_ROWS`` rows at a time (issue 13).
+
+With ``--detail full`` a 10,000-trace × 30-strategy run holds millions of event and probe rows:
+the report never loads them whole. Each reader yields DataFrames of at most ``BATCH_ROWS`` rows,
+only the columns asked for (pyarrow column projection over the Parquet parts, ``usecols`` over a
+probes.csv export; a JSONL export is parsed line by line and projected), optionally one
+strategy's rows only (filtered in pyarrow before any conversion).
+
+Every batch carries ``_pos`` and ``_seq``: sorting on them (stably) gives the order
+``bench.store.load_table`` returns, the plan's task order with each task's records in theirs.
+For an export ``_pos`` is the row number (the export is written in that order); for the store it
+is the task's place in the plan, and ``_seq`` the row's place in the scan. Charts that scatter
+points with a seeded jitter need that order to draw the same picture from either source.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+BATCH_ROWS = 65_536
+"""Rows per batch; tests lower it to prove no result depends on it."""
+ORDER = ["_pos", "_seq"]
+
+
+def batches(run_dir: Path, table: str, columns: Sequence[str] | None = None, *, strategy: str | None = None,
+            rows: bool = False) -> Iterator[pd.DataFrame]:
+    """``table``'s rows (``events``, ``summaries`` or ``probes``), ``BATCH_ROWS`` at a time.
+
+    ``columns`` keeps those present (all when None); ``strategy`` keeps that strategy's rows;
+    ``rows=True`` builds each frame from Python rows as ``load_table`` does for these tables
+    (None stays None: the compaction pages print the values), else with pyarrow's ``to_pandas``.
+    """
+    from bench import store
+
+    run_dir = Path(run_dir)
+    export = run_dir / store.EXPORTS[table]
+    want = None if columns is None else list(dict.fromkeys([*columns, *(["strategy"] if strategy else [])]))
+    if export.is_file():
+        reader = _csv if export.suffix == ".csv" else _jsonl
+        yield from reader(export, want, strategy)
+        return
+    if (run_dir / "data" / "plan.parquet").is_file():
+        yield from _parquet(run_dir, table, want, strategy, rows)
+
+
+def _numbered(frame: pd.DataFrame, start: int) -> pd.DataFrame:
+    frame = frame.reset_index(drop=True)
+    frame["_pos"] = range(start, start + len(frame))
+    frame["_seq"] = frame["_pos"]
+    return frame
+
+
+def _csv(path: Path, want: list[str] | None, strategy: str | None) -> Iterator[pd.DataFrame]:
+    header = pd.read_csv(path, nrows=0).columns
+    use = None if want is None else [c for c in want if c in header]
+    if use is not None and not use:
+        return
+    start = 0
+    for chunk in pd.read_csv(path, usecols=use, chunksize=BATCH_ROWS):
+        n = len(chunk)
+        chunk = _numbered(chunk, start)
+        start += n
+        if strategy is not None:
+            chunk = chunk[chunk.strategy.astype(str) == strategy] if "strategy" in chunk else chunk.iloc[:0]
+        if len(chunk):
+            yield chunk
+
+
+def _jsonl(path: Path, want: list[str] | None, strategy: str | None) -> Iterator[pd.DataFrame]:
+    buffer: list[dict] = []
+    start = 0
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if strategy is None or row.get("strategy") == strategy:
+                row = row if want is None else {k: row[k] for k in want if k in row}
+                row["_pos"] = row["_seq"] = start
+                buffer.append(row)
+            start += 1
+            if len(buffer) >= BATCH_ROWS:
+                yield pd.DataFrame(buffer)
+                buffer = []
+    if buffer:
+        yield pd.DataFrame(buffer)
+
+
+def _parquet(run_dir: Path, table: str, want: list[str] | None, strategy: str | None,
+             rows: bool) -> Iterator[pd.DataFrame]:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from bench import store
+
+    plan = store.read_plan(run_dir).key.astype(str).tolist()
+    keys = pa.array(plan, pa.string())
+    seq = 0
+    for part in store._parts(run_dir / "data", table):
+        f = pq.ParquetFile(part)
+        names = f.schema_arrow.names
+        use = [c for c in (want if want is not None else names) if c in names and c != "key"]
+        if not use or (strategy is not None and "strategy" not in names):
+            continue
+        for b in f.iter_batches(batch_size=BATCH_ROWS, columns=[*use, "key"]):
+            mask = pc.is_in(b.column("key"), value_set=keys)
+            if strategy is not None:
+                mask = pc.and_(mask, pc.equal(b.column("strategy"), strategy))
+            b = b.filter(mask)
+            if not b.num_rows:
+                continue
+            pos = pc.index_in(b.column("key"), value_set=keys).to_numpy(zero_copy_only=False)
+            b = b.drop_columns(["key"])
+            frame = pd.DataFrame(b.to_pylist(), columns=b.column_names) if rows else b.to_pandas()
+            frame["_pos"] = pos.astype(np.int64)
+            frame["_seq"] = np.arange(seq, seq + len(frame), dtype=np.int64)
+            seq += len(frame)
+            yield frame
+
+
+def in_order(frames: Sequence[pd.DataFrame] | Iterator[pd.DataFrame], columns: Sequence[str] | None = None
+             ) -> pd.DataFrame:
+    """Concatenate batches (already small: one strategy's, or a sample) in ``load_table``'s order,
+    without the ordering columns."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=list(columns or []))
+    out = pd.concat(frames, ignore_index=True).sort_values(ORDER, kind="stable")
+    return out.drop(columns=ORDER).reset_index(drop=True)
+
