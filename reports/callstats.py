@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from bench import economics
+from reports.scoring import cost_by_strategy
 
 BATCH_ROWS = 65_536
 """Call rows per batch; tests lower it to prove the result does not depend on it."""
@@ -302,15 +303,7 @@ def cost_truth(stats: CallStats) -> pd.DataFrame:
     base = t[t.strategy == economics.BASELINE].set_index("trace")
     t["false_economy"] = economics.false_economy(t.input_tokens, t.cost, t.trace.map(base.input_tokens),
                                                  t.trace.map(base.cost))
-    g = t.groupby("strategy")
-    out = g[["input_tokens", "cache_read", "cost", "cost_no_cache", "summarizer_cost", "prefix_breaks",
-             "rewritten_tokens", "lost_prefix_tokens"]].sum()
-    out["traces"] = g.size()
-    out["false_economy"] = g.false_economy.sum().astype(int)
-    out["cache_hit_rate"] = out.cache_read / out.input_tokens.where(out.input_tokens != 0)
-    out["summarizer_share"] = out.summarizer_cost / out.cost.where(out.cost != 0)
-    out["cache_saving"] = 1 - out.cost / out.cost_no_cache.where(out.cost_no_cache != 0)
-    return out.fillna({"cache_hit_rate": 0.0, "summarizer_share": 0.0}).reset_index()
+    return cost_by_strategy(t)
 
 
 def triggers_from_gaps(gaps: pd.DataFrame, win: int) -> pd.DataFrame:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from reports import batches, charts, scoring
-from reports.scoring import CLASSES, CLIFF, FALSE_POSITIVE, VERBATIM
+from reports.scoring import CLASSES, FALSE_POSITIVE, VERBATIM
 
 READ = ("strategy", "moment", "needle_kind", "cls", "retained", "round", "age_tokens", "age_calls")
 """The probe columns the counts need (a probe's trace, needle and call only matter on the compaction pages)."""
@@ -148,16 +148,9 @@ def cliff_table(stats: ProbeStats) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     c = stats.counts
     p = _stated(c[c.moment == "compaction"])
-    rows = []
-    for strategy, g in p.groupby("strategy"):
-        by_round = _retained_share(g.assign(round=pd.to_numeric(g["round"])), ["round"]).retention.sort_index()
-        below = by_round[by_round < CLIFF]
-        rows.append({"strategy": strategy, "rounds": len(by_round),
-                     "retention_by_round": {int(k): float(v) for k, v in by_round.items()},
-                     "cliff_round": int(below.index[0]) if len(below) else None})
-    out = pd.DataFrame(rows, columns=cols)
-    out["cliff_round"] = out.cliff_round.astype("Int64")
-    return out
+    return scoring.cliff_frame(
+        (strategy, _retained_share(g.assign(round=pd.to_numeric(g["round"])), ["round"]).retention)
+        for strategy, g in p.groupby("strategy"))
 
 
 def retention_by(stats: ProbeStats, column: str) -> pd.DataFrame:

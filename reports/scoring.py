@@ -8,7 +8,7 @@ run folder lacks (a probe column, a results column), so any run can still be ren
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,14 +142,20 @@ def cliff_table(probes: pd.DataFrame) -> pd.DataFrame:
     if "round" not in p or "moment" not in p:
         return pd.DataFrame(columns=cols)
     p = p[(p.moment == "compaction") & (p.needle_kind != "control")]
+    return cliff_frame((strategy, g.groupby("round").retained.mean()) for strategy, g in p.groupby("strategy"))
+
+
+def cliff_frame(by_round: Iterable[tuple[str, pd.Series]]) -> pd.DataFrame:
+    """One row per strategy from its retention per compaction round: the rounds, the shares and the
+    first round under ``CLIFF`` (shared by the whole-frame and the streamed probe tables)."""
     rows = []
-    for strategy, g in p.groupby("strategy"):
-        by_round = g.groupby("round").retained.mean().sort_index()
-        below = by_round[by_round < CLIFF]
-        rows.append({"strategy": strategy, "rounds": len(by_round),
-                     "retention_by_round": {int(k): float(v) for k, v in by_round.items()},
+    for strategy, shares in by_round:
+        shares = shares.sort_index()
+        below = shares[shares < CLIFF]
+        rows.append({"strategy": strategy, "rounds": len(shares),
+                     "retention_by_round": {int(k): float(v) for k, v in shares.items()},
                      "cliff_round": int(below.index[0]) if len(below) else None})
-    out = pd.DataFrame(rows, columns=cols)
+    out = pd.DataFrame(rows, columns=["strategy", "rounds", "retention_by_round", "cliff_round"])
     out["cliff_round"] = out.cliff_round.astype("Int64")
     return out
 
@@ -184,6 +190,12 @@ def cost_truth(calls: pd.DataFrame) -> pd.DataFrame:
     per_trace = economics.cost_truth(calls)
     if per_trace.empty:
         return per_trace
+    return cost_by_strategy(per_trace)
+
+
+def cost_by_strategy(per_trace: pd.DataFrame) -> pd.DataFrame:
+    """Per-trace cost rows (economics.COST_COLUMNS, ``false_economy`` a flag) summed per strategy, with
+    the shares computed from the sums (shared by the whole-frame and the streamed call tables)."""
     g = per_trace.groupby("strategy")
     out = g[["input_tokens", "cache_read", "cost", "cost_no_cache", "summarizer_cost", "prefix_breaks",
              "rewritten_tokens", "lost_prefix_tokens"]].sum()

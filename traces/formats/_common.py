@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
@@ -324,8 +324,14 @@ def iter_jsonl(path: str | Path, lenient: bool, skips: Skips | None = None) -> I
     skipped and counted in ``skips``. Bad text (invalid UTF-8, lone surrogates, NUL) is an error,
     or with --lenient (``checking``) a counted repair; a line nested past MAX_DEPTH is a bad line.
     """
-    data = read_bytes(path)
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+    yield from jsonl_records(enumerate(read_bytes(path).split(b"\n"), start=1), path, lenient, skips)
+
+
+def jsonl_records(lines: Iterable[tuple[int, bytes]], path: str | Path, lenient: bool,
+                  skips: Skips | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``iter_jsonl``'s rules over (line number, raw line) pairs from any source (a whole file's bytes,
+    or a file read line by line so that nothing holds it whole)."""
+    for lineno, raw in lines:
         if not raw.strip():
             continue
         try:

@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from traces.formats import ReadResult
-from traces.formats._common import Skips, loads
+from traces.formats._common import Skips, jsonl_records
 from traces.formats.chat import Ids, conversation, finish, openai_messages
 from traces.formats.swe_agent import command_action, with_text_actions
 from traces.model import Message, Trace, TraceError
@@ -188,21 +188,8 @@ def _jsonl_rows(path: Path, lenient: bool, skips: Skips) -> Iterator[tuple[int, 
     except OSError as e:
         raise TraceError(f"cannot read: {e.strerror}", path=str(path)) from None
     with handle:
-        for lineno, raw in enumerate(handle, start=1):
-            raw = raw.removesuffix(b"\n")
-            if not raw.strip():
-                continue
-            try:
-                obj = loads(raw, path=path, line=lineno, what="JSON record", lenient=lenient)
-                if not isinstance(obj, dict):
-                    raise TraceError(f"bad JSON record (expected a JSON object, got {type(obj).__name__})",
-                                     path=str(path), line=lineno)
-            except TraceError:
-                if lenient:
-                    skips.count += 1
-                    continue
-                raise
-            yield lineno, obj
+        yield from jsonl_records(((n, raw.removesuffix(b"\n")) for n, raw in enumerate(handle, start=1)),
+                                 path, lenient, skips)
 
 
 def _folder_rows(path: Path, split: str) -> Iterator[Any]:
