@@ -54,6 +54,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("retention", "fraction", False,
            "Share of needles (planted, or derived from a real trace) whose answer is verbatim in the last "
            "request sent; never-stated control needles excluded."),
+    Metric("compaction_retention", "fraction", False,
+           "Share of the needles already stated that were verbatim in the context right after each compaction, "
+           "pooled over the compactions (empty when the strategy never compacted on the trace): what a summary "
+           "or a cut kept, where `retention` is often saved by a needle that is still in the recent tail."),
     Metric("llm_recall", "fraction", False,
            "With `--probe anthropic`: share of stated needles a real model answered correctly from the last "
            "request sent (empty otherwise); the gap to `retention` is what is present but not recalled."),
@@ -124,8 +128,8 @@ def _scores(r: TaskResult, agent: list[CallRecord], events: list[EventRecord], w
     """Retention, estimator and fidelity columns of one task (empty values where they do not apply)."""
     from bench.probes import cliff_rounds, false_positive_rate, probe_scores, retention
 
-    out: dict[str, object] = {"retention": np.nan, "llm_recall": np.nan, "cliff_round": pd.NA,
-                              "false_positive_rate": np.nan}
+    out: dict[str, object] = {"retention": np.nan, "compaction_retention": np.nan, "llm_recall": np.nan,
+                              "cliff_round": pd.NA, "false_positive_rate": np.nan}
     probes = pd.DataFrame()
     if r.probes and not any("llm_recalled" in p for p in r.probes):  # one pass, no frames
         out.update(probe_scores(r.probes))
@@ -140,6 +144,9 @@ def _scores(r: TaskResult, agent: list[CallRecord], events: list[EventRecord], w
             out["llm_recall"] = float(asked.astype(bool).mean()) if len(asked) else np.nan
         cliff = cliff_rounds(probes)
         out["cliff_round"] = cliff.cliff_round.iloc[0] if len(cliff) else pd.NA
+        after = probes[(probes.moment == "compaction") & (probes.needle_kind != "control")]
+        after = after[after["round"].notna() & after.retained.notna()] if "round" in after else after.iloc[:0]
+        out["compaction_retention"] = float(after.retained.astype(bool).mean()) if len(after) else np.nan
         fpr = false_positive_rate(probes)
         out["false_positive_rate"] = float(fpr.false_positive_rate.iloc[0]) if len(fpr) else np.nan
     acted = [e for e, chained in zip(events, _chained(events), strict=True) if e.tokens_before > 0 and not chained]
@@ -253,6 +260,7 @@ def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
         "false_economy": g.false_economy.sum(),
         "unseen_references": g.unseen_references.sum(),
         "retention": g.retention.mean(),
+        "compaction_retention": g.compaction_retention.mean(),
     })
     if table.llm_recall.notna().any():
         out["llm_recall"] = g.llm_recall.mean()

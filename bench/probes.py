@@ -360,7 +360,8 @@ def _present(value: Any) -> bool:
 
 
 def probe_scores(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """``retention``, ``false_positive_rate`` (NaN when nothing to score) and ``cliff_round`` (None when
+    """``retention``, ``compaction_retention`` (the stated needles retained right after each compaction,
+    pooled), ``false_positive_rate`` (NaN when nothing to score) and ``cliff_round`` (None when
     retention never falls below bench.probes.CLIFF) of one task's probe rows (one strategy)."""
     kept = scored = controls = false_pos = 0
     rounds: dict[int, list[int]] = {}  # round → [retained, probed]
@@ -381,6 +382,8 @@ def probe_scores(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             tally[0] += bool(p["retained"])
             tally[1] += 1
     below = [r for r, (k, n) in sorted(rounds.items()) if k / n < CLIFF]
+    after_kept, after_probed = sum(k for k, _ in rounds.values()), sum(n for _, n in rounds.values())
     return {"retention": kept / scored if scored else math.nan,
+            "compaction_retention": after_kept / after_probed if after_probed else math.nan,
             "false_positive_rate": false_pos / controls if controls else math.nan,
             "cliff_round": below[0] if below else None}

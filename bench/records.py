@@ -10,6 +10,8 @@ results.csv, run.json carry ``schema_version``):
   4. calls.csv: ``invalid``, problems the API would reject in the request (bench/validity.py).
   5. the task store is Parquet under data/ (bench/store.py), not one JSON file per task; the CSV
      and JSONL files are exports of it, unchanged.
+  6. a ``ledger`` table (our cache split beside the recorded one, bench/ledger_check.py); results gain
+     ``compaction_retention``; fidelity columns describe the first automatic recorded compaction.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 @dataclass(frozen=True)

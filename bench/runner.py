@@ -536,7 +536,7 @@ def format_summary(summary: pd.DataFrame) -> str:
     view["peak_context"] = view.peak_context.map(lambda x: f"{x / 1e3:.0f}K")
     if "saving_vs_none" in view:
         view["saving_vs_none"] = view.saving_vs_none.map(lambda x: f"{x:+.1%}")
-    for col in ("retention", "llm_recall"):
+    for col in ("retention", "compaction_retention", "llm_recall"):
         if col in view:
             view[col] = view[col].map(lambda x: "—" if pd.isna(x) else f"{x:.1%}")
     for col in ("cost", "cost_no_cache"):

@@ -160,12 +160,16 @@ def parse_objective(text: str | None) -> Objective:
     return Objective(goal, maximize, tuple(constraints), raw)
 
 
+FRACTIONS = ("retention", "compaction_retention", "llm_recall", "saving_vs_none", "cache_hit_rate")
+"""Metrics shown as percentages (and their differences in points)."""
+
+
 def _fmt(metric: str, v: float) -> str:
     if not np.isfinite(v):
         return "—"
     if metric.startswith("cost"):
         return f"${v:,.2f}" if abs(v) >= 1 else f"${v:,.3f}" if abs(v) >= 0.01 else f"${v:,.4f}"
-    if metric in ("retention", "llm_recall", "saving_vs_none", "cache_hit_rate"):
+    if metric in FRACTIONS:
         return f"{v:.1%}"
     return f"{v:,.0f}" if metric in COUNTED or abs(v) >= 100 else f"{v:,.3g}"
 
@@ -437,7 +441,7 @@ def _signed(metric: str) -> Callable[[float], str]:
         if v == 0:
             return "0"
         sign = "+" if v > 0 else "−"
-        if metric in ("retention", "llm_recall", "saving_vs_none", "cache_hit_rate"):
+        if metric in FRACTIONS:
             return f"{sign}{abs(v) * 100:.1f} pts"
         return sign + _fmt(metric, abs(v))
     return fmt

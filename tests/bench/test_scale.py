@@ -234,7 +234,10 @@ def _pandas_scores(rows: list[dict]) -> dict:
     frame = pd.DataFrame(rows)
     ret, fpr, cliff = retention(frame), false_positive_rate(frame), cliff_rounds(frame)
     first = cliff.cliff_round.iloc[0] if len(cliff) else pd.NA
+    after = frame[(frame.moment == "compaction") & (frame.needle_kind != "control")]
+    after = after[after["round"].notna() & after.retained.notna()]
     return {"retention": float(ret.retention.iloc[0]) if len(ret) else math.nan,
+            "compaction_retention": float(after.retained.astype(bool).mean()) if len(after) else math.nan,
             "false_positive_rate": float(fpr.false_positive_rate.iloc[0]) if len(fpr) else math.nan,
             "cliff_round": None if first is pd.NA else int(first)}
 
@@ -248,6 +251,8 @@ def _same(a: dict, b: dict) -> bool:
 
 def test_one_pass_probe_scores_equal_the_pandas_ones():
     """bench.probes.probe_scores (the worker's fast path) gives bench.probes' floats on real replays and edge cases."""
+    import math
+
     import strategies
     from bench.attribution import shipped_counts
     from bench.probes import probe_scores
@@ -282,3 +287,5 @@ def test_one_pass_probe_scores_equal_the_pandas_ones():
     for rows in cases:
         assert _same(probe_scores(rows), _pandas_scores(rows)), rows
     assert probe_scores(cases[2])["cliff_round"] == 3 and probe_scores(cases[1])["false_positive_rate"] == 1 / 3
+    assert probe_scores(cases[2])["compaction_retention"] == 2 / 5  # pooled over rounds, not a mean of rounds
+    assert math.isnan(probe_scores(cases[0])["compaction_retention"])  # never compacted
