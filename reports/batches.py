@@ -1,4 +1,4 @@
-"""The events, summaries and probes of a run, read ``BATCH_ROWS`` rows at a time (issue 13).
+"""The calls, events, summaries and probes of a run, read ``BATCH_ROWS`` rows at a time (issue 13).
 
 With ``--detail full`` a 10,000-trace × 30-strategy run holds millions of event and probe rows:
 the report never loads them whole. Each reader yields DataFrames of at most ``BATCH_ROWS`` rows,
@@ -27,24 +27,26 @@ ORDER = ["_pos", "_seq"]
 
 
 def batches(run_dir: Path, table: str, columns: Sequence[str] | None = None, *, strategy: str | None = None,
-            rows: bool = False) -> Iterator[pd.DataFrame]:
-    """``table``'s rows (``events``, ``summaries`` or ``probes``), ``BATCH_ROWS`` at a time.
+            trace: str | None = None, rows: bool = False) -> Iterator[pd.DataFrame]:
+    """``table``'s rows (``calls``, ``events``, ``summaries`` or ``probes``), ``BATCH_ROWS`` at a time.
 
-    ``columns`` keeps those present (all when None); ``strategy`` keeps that strategy's rows;
-    ``rows=True`` builds each frame from Python rows as ``load_table`` does for these tables
-    (None stays None: the compaction pages print the values), else with pyarrow's ``to_pandas``.
+    ``columns`` keeps those present (all when None); ``strategy`` / ``trace`` keep that strategy's
+    or trace's rows (pushed down into the Parquet scan); ``rows=True`` builds each frame from Python
+    rows as ``load_table`` does for these tables (None stays None: the compaction pages print the
+    values), else with pyarrow's ``to_pandas``.
     """
     from bench import store
 
     run_dir = Path(run_dir)
     export = run_dir / store.EXPORTS[table]
-    want = None if columns is None else list(dict.fromkeys([*columns, *(["strategy"] if strategy else [])]))
+    match = {c: v for c, v in (("strategy", strategy), ("trace", trace)) if v is not None}
+    want = None if columns is None else list(dict.fromkeys([*columns, *match]))
     if export.is_file():
         reader = _csv if export.suffix == ".csv" else _jsonl
-        yield from reader(export, want, strategy)
+        yield from reader(export, want, match)
         return
     if (run_dir / "data" / "plan.parquet").is_file():
-        yield from _parquet(run_dir, table, want, strategy, rows)
+        yield from _parquet(run_dir, table, want, match, rows)
 
 
 def _numbered(frame: pd.DataFrame, start: int) -> pd.DataFrame:
@@ -54,7 +56,7 @@ def _numbered(frame: pd.DataFrame, start: int) -> pd.DataFrame:
     return frame
 
 
-def _csv(path: Path, want: list[str] | None, strategy: str | None) -> Iterator[pd.DataFrame]:
+def _csv(path: Path, want: list[str] | None, match: dict[str, str]) -> Iterator[pd.DataFrame]:
     header = pd.read_csv(path, nrows=0).columns
     use = None if want is None else [c for c in want if c in header]
     if use is not None and not use:
@@ -64,13 +66,13 @@ def _csv(path: Path, want: list[str] | None, strategy: str | None) -> Iterator[p
         n = len(chunk)
         chunk = _numbered(chunk, start)
         start += n
-        if strategy is not None:
-            chunk = chunk[chunk.strategy.astype(str) == strategy] if "strategy" in chunk else chunk.iloc[:0]
+        for column, value in match.items():
+            chunk = chunk[chunk[column].astype(str) == value] if column in chunk else chunk.iloc[:0]
         if len(chunk):
             yield chunk
 
 
-def _jsonl(path: Path, want: list[str] | None, strategy: str | None) -> Iterator[pd.DataFrame]:
+def _jsonl(path: Path, want: list[str] | None, match: dict[str, str]) -> Iterator[pd.DataFrame]:
     buffer: list[dict] = []
     start = 0
     with path.open(encoding="utf-8") as f:
@@ -78,7 +80,7 @@ def _jsonl(path: Path, want: list[str] | None, strategy: str | None) -> Iterator
             if not line.strip():
                 continue
             row = json.loads(line)
-            if strategy is None or row.get("strategy") == strategy:
+            if all(row.get(c) == v for c, v in match.items()):
                 row = row if want is None else {k: row[k] for k in want if k in row}
                 row["_pos"] = row["_seq"] = start
                 buffer.append(row)
@@ -90,7 +92,7 @@ def _jsonl(path: Path, want: list[str] | None, strategy: str | None) -> Iterator
         yield pd.DataFrame(buffer)
 
 
-def _parquet(run_dir: Path, table: str, want: list[str] | None, strategy: str | None,
+def _parquet(run_dir: Path, table: str, want: list[str] | None, match: dict[str, str],
              rows: bool) -> Iterator[pd.DataFrame]:
     import numpy as np
     import pyarrow as pa
@@ -106,12 +108,12 @@ def _parquet(run_dir: Path, table: str, want: list[str] | None, strategy: str | 
         f = pq.ParquetFile(part)
         names = f.schema_arrow.names
         use = [c for c in (want if want is not None else names) if c in names and c != "key"]
-        if not use or (strategy is not None and "strategy" not in names):
+        if not use or not set(match) <= set(names):
             continue
         for b in f.iter_batches(batch_size=BATCH_ROWS, columns=[*use, "key"]):
             mask = pc.is_in(b.column("key"), value_set=keys)
-            if strategy is not None:
-                mask = pc.and_(mask, pc.equal(b.column("strategy"), strategy))
+            for column, value in match.items():
+                mask = pc.and_(mask, pc.equal(b.column(column), value))
             b = b.filter(mask)
             if not b.num_rows:
                 continue

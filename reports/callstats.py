@@ -1,7 +1,7 @@
 """The per-call ledger, aggregated in bounded batches: what the report needs from the calls table.
 
 A 10,000-trace run holds ~63M call rows; loading them into one DataFrame does not fit in memory
-(issue 13). Instead the calls are read ``BATCH_ROWS`` rows at a time, with only the columns used
+(issue 13). Instead the calls are read ``reports.batches.BATCH_ROWS`` rows at a time, with only the columns used
 (pyarrow column projection over the Parquet parts, ``chunksize`` over a calls.csv export), and
 folded into per-(trace, strategy) sums. Memory is bounded by those sums (one row per task), by
 the one trace the context chart draws, and by the hidden-overflow calls listed, never by the
@@ -26,10 +26,9 @@ import numpy as np
 import pandas as pd
 
 from bench import economics
+from reports import batches as reading
 from reports.scoring import cost_by_strategy
 
-BATCH_ROWS = 65_536
-"""Call rows per batch; tests lower it to prove the result does not depend on it."""
 HIST_BINS = 4_096
 KEYS = ["trace", "strategy"]
 COLUMNS = ("trace", "strategy", "call", "kind", "prompt_tokens", "estimate_tokens", "cache_read", "cache_write",
@@ -62,42 +61,11 @@ class CallStats:
 
 def batches(run_dir: Path, columns: Sequence[str] = COLUMNS, *,
             trace: str | None = None) -> Iterator[pd.DataFrame]:
-    """The calls of a run in record order, ``BATCH_ROWS`` at a time, only ``columns`` (those present).
-
-    Reads the calls.csv export when the run wrote one (as ``bench.store.load_table``), else the
-    committed Parquet parts restricted to the plan's tasks. ``trace`` keeps one trace's rows
-    (a pushed-down filter on Parquet).
-    """
-    from bench import store
-
-    run_dir = Path(run_dir)
-    export = run_dir / store.EXPORTS["calls"]
-    if export.is_file():
-        header = pd.read_csv(export, nrows=0).columns
-        use = [c for c in columns if c in header]
-        if not use:
-            return
-        for chunk in pd.read_csv(export, usecols=use, chunksize=BATCH_ROWS):
-            yield chunk[chunk.trace.astype(str) == trace] if trace is not None else chunk
-        return
-    if not (run_dir / "data" / "plan.parquet").is_file():
-        return
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    keys = pa.array(store.read_plan(run_dir).key.astype(str).tolist(), pa.string())
-    for part in store._parts(run_dir / "data", "calls"):
-        f = pq.ParquetFile(part)
-        names = f.schema_arrow.names
-        use = [c for c in columns if c in names]
-        for b in f.iter_batches(batch_size=BATCH_ROWS, columns=[*use, "key"]):
-            mask = pc.is_in(b.column("key"), value_set=keys)
-            if trace is not None:
-                mask = pc.and_(mask, pc.equal(b.column("trace"), trace))
-            b = b.filter(mask)
-            if b.num_rows:
-                yield b.to_pandas().drop(columns="key")
+    """The calls of a run in record order, ``reports.batches.BATCH_ROWS`` at a time, only ``columns``
+    (those present), from the calls.csv export or the Parquet store (``reports.batches.batches``);
+    ``trace`` keeps one trace's rows."""
+    for b in reading.batches(run_dir, "calls", columns, trace=trace):
+        yield b.drop(columns=reading.ORDER)
 
 
 def trace_calls(stats: CallStats | pd.DataFrame, trace: str) -> pd.DataFrame:
@@ -196,8 +164,8 @@ def read(run_dir: Path, window: int | None) -> CallStats:
 def from_frame(calls: pd.DataFrame, window: int | None = None) -> CallStats:
     """The same aggregates from a calls DataFrame already in memory (tests, small callers)."""
     def scan() -> Iterator[pd.DataFrame]:
-        for i in range(0, len(calls), BATCH_ROWS):
-            yield calls.iloc[i:i + BATCH_ROWS]
+        for i in range(0, len(calls), reading.BATCH_ROWS):
+            yield calls.iloc[i:i + reading.BATCH_ROWS]
     return collect(scan, window)
 
 

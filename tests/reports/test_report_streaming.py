@@ -17,7 +17,7 @@ import pytest
 
 import reports
 from bench import store
-from reports import callstats, scoring
+from reports import batches, callstats, scoring
 from tests.reports.test_report import PNGS, write_fixture_run
 
 WINDOW = 200_000
@@ -98,7 +98,7 @@ def assert_same_as_whole_frame(stats: callstats.CallStats, calls: pd.DataFrame, 
     assert stats.agent_calls == int((calls.kind == "agent").sum())
 
 
-@pytest.mark.parametrize("batch", [100, 7, callstats.BATCH_ROWS])
+@pytest.mark.parametrize("batch", [100, 7, batches.BATCH_ROWS])
 @pytest.mark.parametrize("where", ["parquet", "csv"])
 def test_streamed_aggregates_equal_the_whole_frame(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    batch: int, where: str) -> None:
@@ -111,7 +111,7 @@ def test_streamed_aggregates_equal_the_whole_frame(tmp_path: Path, monkeypatch: 
     else:
         run_dir = as_parquet_run(tmp_path / "run", calls)
         assert len(list((run_dir / "data" / "calls").glob("part-*.parquet"))) > 3
-    monkeypatch.setattr(callstats, "BATCH_ROWS", batch)
+    monkeypatch.setattr(batches, "BATCH_ROWS", batch)
     seen: list[int] = []
     real = callstats.batches
 
@@ -173,7 +173,7 @@ def test_report_reads_calls_in_batches_and_draws_the_same_figures(tmp_path: Path
 
     real_load = store.load_table
     monkeypatch.setattr(store, "load_table", whole)
-    monkeypatch.setattr(callstats, "BATCH_ROWS", 3)
+    monkeypatch.setattr(batches, "BATCH_ROWS", 3)
     monkeypatch.setattr(callstats, "batches", spy)
     page, pngs = _render(run_dir)
     assert seen and max(seen) <= 3 and sum(seen) >= 16  # every one of the fixture's 16 calls, 3 at a time
@@ -185,7 +185,7 @@ def test_report_reads_calls_in_batches_and_draws_the_same_figures(tmp_path: Path
 
 # -- events, summaries and probes (issue 13: the report streams them too) -------------------------
 
-from reports import batches, compactions, eventstats, probestats, summarystats  # noqa: E402
+from reports import compactions, eventstats, probestats, summarystats  # noqa: E402
 from reports.scoring import CLASSES, FALSE_POSITIVE  # noqa: E402
 
 STREAMED = ("calls", "events", "summaries", "probes")
@@ -376,7 +376,6 @@ def test_report_streams_events_summaries_and_probes(tmp_path: Path, monkeypatch:
     real_load = store.load_table
     monkeypatch.setattr(store, "load_table", lambda d, t: whole(d, t) if t in STREAMED else real_load(d, t))
     monkeypatch.setattr(batches, "BATCH_ROWS", 2)
-    monkeypatch.setattr(callstats, "BATCH_ROWS", 2)
     monkeypatch.setattr(batches, "batches", spy)
     page, pngs = _render(run_dir)
     assert seen and max(seen) <= 2
