@@ -46,6 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bench.prefix import first_difference
 from traces.model import Message, Thinking, Trace
 
 if TYPE_CHECKING:
@@ -277,9 +278,7 @@ class ReasoningDrop:
         return bool(self._amount)
 
     def __call__(self, messages: tuple[Message, ...], call: int) -> int:
-        from bench.pricing import _common_prefix
-
-        n = _common_prefix(self._messages, messages)
+        n = first_difference(self._messages, messages)
         if n < len(self._messages) or call < self._call:  # rewritten: recount from scratch
             self._ids, self._total, new = set(), 0, messages
         else:

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from functools import lru_cache
 from importlib import resources
-from itertools import compress
-from operator import is_not
 from typing import Any
+
+from bench.prefix import first_difference
 
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
 
@@ -246,7 +246,7 @@ class PromptCache:
         reuse, reuse_n = None, 0
         alive_ids = {id(e) for e in alive}
         for e in (*self._entries, *([self._last] if self._last is not None else [])):
-            n = _common_prefix(e.messages, msgs)
+            n = first_difference(e.messages, msgs)
             if n > reuse_n:
                 reuse, reuse_n = e, n
             if id(e) in alive_ids and n and e.prefix_tokens[n - 1] > best_tokens:
@@ -288,12 +288,3 @@ class PromptCache:
             out.append(acc)
         return out
 
-
-def _common_prefix(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:
-    """Length of the common prefix; the append-only case is one C-level tuple comparison."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    # only the positions holding different objects are compared in Python (a masked view differs
-    # from the last request in a few messages, not in all of them)
-    return next((i for i in compress(range(n), map(is_not, a, b)) if a[i] != b[i]), n)

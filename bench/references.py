@@ -23,6 +23,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from bench.prefix import first_difference
 from bench.tokens import render
 from traces.model import Message, ToolUse, Trace
 
@@ -155,6 +156,26 @@ class ReferenceCheck:
         """Messages the strategy wrote, in the order first sent, with their text."""
         self._written_ids: set[int] = set()
         self._written_found: dict[str, tuple[int, list[Message]]] = {}
+        self._view: tuple[Message, ...] = ()
+        """What was sent at the last call with references (value-equal to it, these objects held)."""
+        self._in_view: dict[int, int] = {}
+        """id → how many times ``_view`` holds that object: updated by the difference, not rebuilt."""
+
+    def _update_view(self, sent: tuple[Message, ...]) -> list[Message]:
+        """Move ``_view`` to ``sent`` by what changed since the last call; returns what came in."""
+        view, counts = self._view, self._in_view
+        k = first_difference(view, sent)
+        for m in view[k:]:
+            n = counts[id(m)] - 1
+            if n:
+                counts[id(m)] = n
+            else:
+                del counts[id(m)]
+        came = sent[k:]
+        for m in came:
+            counts[id(m)] = counts.get(id(m), 0) + 1
+        self._view = view[:k] + came if k else came
+        return list(came)
 
     def unseen(self, history: Sequence[Message], sent: Sequence[Message], answer: Message) -> int:
         """Tool calls of ``answer`` with a reference that ``history`` (the recorded session so far,
@@ -168,23 +189,24 @@ class ReferenceCheck:
         self._recorded.update(map(id, history[self._seen:]))
         self._seen = len(history)
         upto = len(history)
-        sent_ids = set(map(id, sent))
-        fresh = sent_ids - self._recorded - self._written_ids
-        if fresh:
-            by_id = dict(zip(map(id, sent), sent, strict=True))
-            self._written.extend((by_id[i], render(by_id[i])) for i in fresh)
-            self._written_ids |= fresh
+        came = self._update_view(tuple(sent))
+        in_view = self._in_view
+        recorded, written_ids = self._recorded, self._written_ids
+        for m in came:
+            if id(m) not in recorded and id(m) not in written_ids:
+                self._written.append((m, render(m)))
+                written_ids.add(id(m))
 
         def lost(ref: str) -> bool:
             found = self._index.carriers(ref, upto)
             if not found:
                 return False
-            if any(id(history[i]) in sent_ids for i in reversed(found)):
+            if any(id(history[i]) in in_view for i in reversed(found)):
                 return False
             searched, written = self._written_found.get(ref, (0, []))
             if searched < len(self._written):
                 written.extend(m for m, text in self._written[searched:] if ref in text)
                 self._written_found[ref] = (len(self._written), written)
-            return not any(id(m) in sent_ids for m in written)
+            return not any(id(m) in in_view for m in written)
 
         return sum(1 for refs in uses if any(lost(ref) for ref in refs))

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import is_not
 
+from bench.prefix import differences
 from traces.model import Message, Text, ToolResult, ToolUse
 
 EVENT_KIND = "invalid"
@@ -66,7 +65,7 @@ class RequestCheck:
         msgs = tuple(messages)
         k = len(self._prefix)
         if k and len(msgs) >= k and all(_shape(self._prefix[i]) == _shape(msgs[i])
-                                        for i in compress(range(k), map(is_not, self._prefix, msgs))):
+                                        for i in differences(self._prefix, msgs, k)):
             # the same messages, or ones rewritten with the same blocks' ids and roles (a masked
             # output, a cleared result): the prefix's problems are the same
             state = self._state
