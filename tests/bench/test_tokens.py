@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
+import pytest
+
 import strategies
 from bench.pricing import profile
 from bench.replay import ReplayConfig, replay
@@ -53,3 +57,49 @@ def test_estimators_follow_the_agents_rules():
 def test_special_tokens_in_text_do_not_crash():
     counter = TokenCounter()
     assert counter.truth(Message.text_message("user", "a <|endoftext|> b")) > MESSAGE_OVERHEAD
+
+
+ODD = ["word", "Line", "  indented", "\n", "\n\n", "\t", "/", "!", "...", "'s", "é", "日本", "\r\n", "_", " \n",
+       "\u00a0", "\u2028", "12345", "x/y", "→", "  ", "//", "\n/", "a\n", "\n "]
+
+
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+def test_a_long_text_counted_by_its_parts_has_the_count_of_the_whole(encoding):
+    # safe_split cuts only where the encoding's own pre-tokenizer always cuts, so the parts' counts
+    # add up to the whole text's, on texts built to sit on every boundary the rule distinguishes
+    from bench.tokens import PART_CHARS, Tokenizer, safe_split
+
+    whole = Tokenizer(encoding)
+    rng = random.Random(11)
+    counter = TokenCounter(Tokenizer(encoding))
+    for _ in range(300):
+        text = "".join(rng.choice(ODD) for _ in range(rng.randint(PART_CHARS // 3, 2 * PART_CHARS)))
+        parts = safe_split(text)
+        assert "".join(parts) == text
+        assert sum(map(whole.count, parts)) == whole.count(text)
+        assert counter.text(text) == whole.count(text)
+    assert len(counter._parts) > 0  # the long ones went by parts
+
+
+def test_parts_are_shared_between_texts_and_short_texts_are_counted_whole():
+    from bench.tokens import PART_CHARS, Tokenizer
+
+    calls: list[str] = []
+
+    class Spy(Tokenizer):
+        def count(self, text: str) -> int:
+            calls.append(text)
+            return super().count(text)
+
+    lines = [f"line {i}: some output of a command" for i in range(200)]
+    head, tail = "\n".join(lines[:150]), "\n".join(lines[150:])
+    counter = TokenCounter(Tokenizer())
+    counter.tokenizer.count = Spy().count  # type: ignore[method-assign]
+    cut = head + "\n[... 1,000 characters omitted ...]\n" + tail
+    assert len(cut) >= PART_CHARS
+    assert counter.text(cut) == Tokenizer().count(cut)
+    first = len(calls)
+    other = "\n".join(lines[:120]) + "\n[... 2,000 characters omitted ...]\n" + tail
+    assert counter.text(other) == Tokenizer().count(other)
+    assert len(calls) - first <= 2  # only the new marker line is tokenized: the rest are known parts
+    assert counter.text("short") == 1 and calls[-1] == "short"
