@@ -25,6 +25,7 @@ import math
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -77,12 +78,18 @@ def path_variants(path: str) -> tuple[str, ...]:
     return tuple(normalize(v) for v in (path, tail) if v)
 
 
+@lru_cache(maxsize=1 << 14)
+def _variants(needle_text: str, is_path: bool) -> tuple[str, ...]:
+    """The normalized forms ``present`` looks for, once per needle text: a replay asks about the same
+    few needles at every compaction, against every message (``_tokens_after_match``)."""
+    if not needle_text.strip():
+        return ()
+    return tuple(v for v in (path_variants(needle_text) if is_path else (normalize(needle_text),)) if v)
+
+
 def present(needle_text: str, haystack: str, *, is_path: bool = False) -> bool:
     """Is ``needle_text`` in the (normalized) haystack? Paths also match by their last two parts."""
-    if not needle_text.strip():
-        return False
-    variants = path_variants(needle_text) if is_path else (normalize(needle_text),)
-    return any(v and v in haystack for v in variants)
+    return any(v in haystack for v in _variants(needle_text, is_path))
 
 
 def classify(needle: Needle, haystack: str) -> str:
