@@ -209,9 +209,15 @@ class CacheSplit:
 @dataclass
 class _Entry:
     messages: tuple[Any, ...]
-    prefix_tokens: list[int]
+    sums: list[int]
+    """Running token sums: ``sums[i]`` is the tokens of ``messages[:i + 1]``. The list may run on
+    past this request (entries that extend one another share it), so only ``len(messages)`` count."""
     written_at: float
     stream: str
+
+    @property
+    def total(self) -> int:
+        return self.sums[len(self.messages) - 1] if self.messages else 0
 
 
 class PromptCache:
@@ -220,8 +226,10 @@ class PromptCache:
     Keeps the most recent cached requests (an agent's own request and a summarizer's request are
     separate entries, as real cache lines are) and looks each new request up by the longest
     common prefix at message granularity. Token counts are taken only for what a request adds to
-    the last one it shares a prefix with (running sums), so a growing conversation costs each
-    call its new messages, not its whole history.
+    the last one it shares a prefix with (running sums, shared in place when it extends it), and
+    only the previous request is compared in full: each other entry's common prefix follows from
+    the one it had with the previous request, so a growing conversation costs each call its new
+    messages, not its whole history.
     """
 
     MAX_ENTRIES = 4
@@ -233,6 +241,29 @@ class PromptCache:
         self._entries: list[_Entry] = []
         self._last: _Entry | None = None
         """The previous request, cached or not and however old: its running sums are reused."""
+        self._common: dict[int, int] = {}
+        """id of an entry in ``_entries`` → the length of its common prefix with ``_last``."""
+
+    def _commons(self, msgs: tuple[Any, ...]) -> list[tuple[_Entry, int]]:
+        """Each candidate entry (``_entries``, then ``_last``) with its common prefix with ``msgs``.
+
+        With k = common(e, last) and c = common(last, msgs): common(e, msgs) is k when k < c and c
+        when k > c (equality is transitive, and at the first position one pair differs the other
+        agrees); only k == c needs a look past it.
+        """
+        last = self._last
+        c = first_difference(last.messages, msgs) if last is not None else 0
+        out: list[tuple[_Entry, int]] = []
+        for e in (*self._entries, *([last] if last is not None else [])):
+            k = c if e is last else self._common.get(id(e))
+            if k is None:
+                n = first_difference(e.messages, msgs)
+            elif k != c:
+                n = min(k, c)
+            else:
+                n = c if e is last else first_difference(e.messages, msgs, k)
+            out.append((e, n))
+        return out
 
     def request(
         self, messages: Sequence[Any], counts: Sequence[int] | Callable[[Any], int], now: float,
@@ -245,18 +276,18 @@ class PromptCache:
         best_tokens, best_entry = 0, None
         reuse, reuse_n = None, 0
         alive_ids = {id(e) for e in alive}
-        for e in (*self._entries, *([self._last] if self._last is not None else [])):
-            n = first_difference(e.messages, msgs)
+        commons = self._commons(msgs)
+        for e, n in commons:
             if n > reuse_n:
                 reuse, reuse_n = e, n
-            if id(e) in alive_ids and n and e.prefix_tokens[n - 1] > best_tokens:
-                best_tokens, best_entry = e.prefix_tokens[n - 1], e
-        prefix = self._running_sums(msgs, counts, reuse.prefix_tokens[:reuse_n] if reuse else [])
-        total = prefix[-1] if prefix else 0
+            if id(e) in alive_ids and n and e.sums[n - 1] > best_tokens:
+                best_tokens, best_entry = e.sums[n - 1], e
+        sums = self._running_sums(msgs, counts, reuse.sums if reuse else [], reuse_n)
+        total = sums[len(msgs) - 1] if msgs else 0
         if best_tokens < self.model.min_cache_prefix:
             best_tokens, best_entry = 0, None
         previous = next((e for e in reversed(alive) if e.stream == stream), None)
-        prefix_break = previous is not None and best_tokens < previous.prefix_tokens[-1]
+        prefix_break = previous is not None and best_tokens < previous.total
         cacheable = total >= self.model.min_cache_prefix
         rest = total - best_tokens
         if cacheable and self.model.bills_cache_writes:
@@ -265,7 +296,7 @@ class PromptCache:
             split = CacheSplit(best_tokens, 0, rest, prefix_break)
         if best_entry is not None:
             best_entry.written_at = now  # a hit refreshes the lifetime
-        entry = _Entry(msgs, prefix, now, stream)
+        entry = _Entry(msgs, sums, now, stream)
         self._last = entry
         if cacheable:
             # The new request extends (or replaces) its stream's previous line.
@@ -274,16 +305,18 @@ class PromptCache:
             self._entries = self._entries[-self.MAX_ENTRIES:]
         else:
             self._entries = alive
+        self._common = {id(e): n for e, n in commons}
         return split
 
     @staticmethod
     def _running_sums(msgs: tuple[Any, ...], counts: Sequence[int] | Callable[[Any], int],
-                      known: list[int]) -> list[int]:
-        """Cumulative tokens of ``msgs``, the first ``len(known)`` taken from an earlier request."""
+                      known: list[int], n: int) -> list[int]:
+        """Cumulative tokens of ``msgs``, the first ``n`` taken from ``known`` (an earlier request's
+        sums): extended in place when they end there, copied when another request ran them on."""
         count = counts if callable(counts) else None
-        acc = known[-1] if known else 0
-        out = list(known)
-        for i in range(len(known), len(msgs)):
+        out = known if len(known) == n else known[:n]
+        acc = out[-1] if out else 0
+        for i in range(n, len(msgs)):
             acc += count(msgs[i]) if count is not None else counts[i]  # type: ignore[index]
             out.append(acc)
         return out

@@ -82,3 +82,38 @@ def test_a_changed_price_file_changes_the_task_key(tmp_path):
     _prices_key.cache_clear()
     assert task_key("sha", spec, RunConfig(prices=(str(prices),))) != before
     assert task_key("sha", spec, RunConfig()) != before
+
+
+def test_common_prefixes_inferred_from_the_previous_request_equal_a_full_comparison():
+    # Only the previous request is compared in full; every other entry's common prefix is derived
+    # from the one it had with the previous request. Random request streams that grow, get
+    # rewritten in the middle, fork (a summarizer stream) and hold equal-but-distinct objects.
+    import random
+
+    from bench.prefix import first_difference
+
+    rng = random.Random(3)
+    for _ in range(60):
+        cache = PromptCache(profile("claude-sonnet-4-5"))
+        history: list[object] = []
+        now = 0.0
+        for _ in range(40):
+            roll = rng.random()
+            if roll < 0.5:
+                history.append(rng.randint(0, 4))
+                msgs = tuple(history)
+            elif roll < 0.7 and history:
+                i = rng.randrange(len(history))
+                history[i] = rng.randint(0, 4)  # a rewrite (sometimes to the same value)
+                msgs = tuple(history)
+            elif roll < 0.85:
+                msgs = (*history[: rng.randint(0, len(history))], "summarize")  # another stream's request
+            else:
+                msgs = tuple(list(history))  # equal values, a new tuple
+            expected = [(e, first_difference(e.messages, msgs))
+                        for e in (*cache._entries, *([cache._last] if cache._last else []))]
+            assert cache._commons(msgs) == expected
+            now += rng.choice([1.0, 30.0, 400.0])
+            split = cache.request(msgs, lambda m: 1_000 + (m if isinstance(m, int) else 7), now,
+                                  stream="summarizer" if msgs[-1:] == ("summarize",) else "agent")
+            assert split.prompt == sum(1_000 + (m if isinstance(m, int) else 7) for m in msgs)
