@@ -89,8 +89,13 @@ class BaseAgent(Strategy):
         return Outcome(after, (event("truncate", ctx, after, touched=1,
                                      detail=f"middle-out to {self.max_output_tokens} tokens"),))
 
-    def prune(self, ctx: Context) -> tuple[Context, int, int]:
-        """OpenCode's prune as BaseAgent ports it: (context, scanned tokens, prunable tokens)."""
+    def prune(self, ctx: Context, memo: dict | None = None) -> tuple[Context, int, int]:
+        """OpenCode's prune as BaseAgent ports it: (context, scanned tokens, prunable tokens).
+
+        ``memo`` (kept in ``session.state`` between calls) holds each pruned message by the
+        original's id and the ids pruned in it, so the same prune gives the same object on every
+        call: its count and the cache prefix are then found by identity, not recomputed.
+        """
         msgs = ctx.messages
         total = pruned = turns = 0
         queued: set[tuple[int, str]] = set()
@@ -116,8 +121,19 @@ class BaseAgent(Strategy):
                 break
         if pruned <= self.prune_minimum:
             return ctx, total, pruned
-        out = [rewrite_results(m, lambda r, i=i: PRUNE_MARKER if (i, r.tool_use_id) in queued else None)
-               for i, m in enumerate(msgs)]
+        memo = {} if memo is None else memo
+        by_message: dict[int, set[str]] = {}
+        for i, uid in queued:
+            by_message.setdefault(i, set()).add(uid)
+        out = list(msgs)
+        for i, ids in by_message.items():
+            m = msgs[i]
+            key = frozenset(ids)
+            hit = memo.get(id(m))
+            if hit is None or hit[0] is not m or hit[1] != key:
+                hit = memo[id(m)] = (m, key, rewrite_results(m, lambda r, ids=key: PRUNE_MARKER
+                                                             if r.tool_use_id in ids else None))
+            out[i] = hit[2]
         return ctx.replace(out), total, pruned
 
     def _view(self, ctx: Context, session: Session) -> tuple[Context, int, int]:
@@ -125,7 +141,7 @@ class BaseAgent(Strategy):
         cached = session.state.get("baseagent.view")
         if cached is not None and cached[0] is ctx.messages:
             return cached[1]
-        view = self.prune(ctx)
+        view = self.prune(ctx, session.state.setdefault("baseagent.pruned", {}))
         session.state["baseagent.view"] = (ctx.messages, view)
         return view
 
