@@ -58,13 +58,22 @@ class RequestCheck:
 
     _prefix: tuple[Message, ...] = ()
     _state: _State = field(default_factory=_State)
+    _shapes: dict[int, tuple[Message, tuple]] = field(default_factory=dict)
+    """id → (message, ``_shape``): a message is read once however often a request is rescanned."""
+
+    def shape(self, m: Message) -> tuple:
+        hit = self._shapes.get(id(m))
+        if hit is None or hit[0] is not m:
+            hit = self._shapes[id(m)] = (m, _shape(m))
+        return hit[1]
 
     def problems(self, messages: Sequence[Message]) -> tuple[Problem, ...]:
         """Each thing the API would reject, in order: orphan results, duplicate ids, empty
         messages, then calls still without a result."""
         msgs = tuple(messages)
         k = len(self._prefix)
-        if k and len(msgs) >= k and all(_shape(self._prefix[i]) == _shape(msgs[i])
+        shape = self.shape
+        if k and len(msgs) >= k and all(shape(self._prefix[i]) == shape(msgs[i])
                                         for i in differences(self._prefix, msgs, k)):
             # the same messages, or ones rewritten with the same blocks' ids and roles (a masked
             # output, a cleared result): the prefix's problems are the same
@@ -72,7 +81,7 @@ class RequestCheck:
         else:
             state, k = _State(), 0
         for i in range(k, len(msgs)):
-            _scan(msgs[i], i, state)
+            _scan(shape(msgs[i]), i, state)
         self._prefix, self._state = msgs, state
         unanswered = [Problem(i, "unanswered_call", uid) for uid, i in state.open.items()]
         return (*state.problems, *unanswered)
@@ -81,23 +90,23 @@ class RequestCheck:
 def _shape(m: Message) -> tuple:
     """All that ``_scan`` reads of a message: its role, emptiness and tool ids in order."""
     return (m.role, not any(not isinstance(b, Text) or b.text for b in m.blocks),
-            tuple((b.type, b.id if isinstance(b, ToolUse) else b.tool_use_id)
+            tuple((True, b.id) if isinstance(b, ToolUse) else (False, b.tool_use_id)
                   for b in m.blocks if isinstance(b, ToolUse | ToolResult)))
 
 
-def _scan(m: Message, i: int, state: _State) -> None:
-    if not any(not isinstance(b, Text) or b.text for b in m.blocks):
-        state.problems.append(Problem(i, "empty", m.role))
-    for b in m.blocks:
-        if isinstance(b, ToolUse):
-            if b.id in state.uses:
-                state.problems.append(Problem(i, "duplicate_id", b.id))
-            state.uses.add(b.id)
-            state.open[b.id] = i
-        elif isinstance(b, ToolResult):
-            if state.open.pop(b.tool_use_id, None) is None:
-                kind = "answered_twice" if b.tool_use_id in state.uses else "orphan_result"
-                state.problems.append(Problem(i, kind, b.tool_use_id))
+def _scan(shape: tuple, i: int, state: _State) -> None:
+    role, empty, ids = shape
+    if empty:
+        state.problems.append(Problem(i, "empty", role))
+    for is_use, uid in ids:
+        if is_use:
+            if uid in state.uses:
+                state.problems.append(Problem(i, "duplicate_id", uid))
+            state.uses.add(uid)
+            state.open[uid] = i
+        elif state.open.pop(uid, None) is None:
+            kind = "answered_twice" if uid in state.uses else "orphan_result"
+            state.problems.append(Problem(i, kind, uid))
 
 
 def problems(messages: Sequence[Message]) -> tuple[Problem, ...]:
