@@ -21,6 +21,7 @@ and what is recalled shows (Lost in Compaction: 82-93% present, 0-7% recalled).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import re
 from collections import OrderedDict
@@ -81,7 +82,7 @@ def path_variants(path: str) -> tuple[str, ...]:
 @lru_cache(maxsize=1 << 14)
 def _variants(needle_text: str, is_path: bool) -> tuple[str, ...]:
     """The normalized forms ``present`` looks for, once per needle text: a replay asks about the same
-    few needles at every compaction, against every message (``_tokens_after_match``)."""
+    few needles at every compaction, and at the end."""
     if not needle_text.strip():
         return ()
     return tuple(v for v in (path_variants(needle_text) if is_path else (normalize(needle_text),)) if v)
@@ -173,14 +174,29 @@ def _shared(trace: Trace) -> _PerTrace:
     return shared
 
 
-def _tokens_after_match(needle: Needle, ctx: Context, texts: Sequence[str]) -> int | None:
-    """Truth tokens after the last message holding the answer (its distance from the end)."""
-    after = 0
-    for m, text in zip(reversed(ctx.messages), reversed(texts), strict=True):
-        if present(needle.answer, text, is_path=needle.kind == "artifact"):
-            return after
-        after += ctx.tok(m)
-    return None
+class _Positions:
+    """Where each message of one probed context starts in its haystack, and the truth tokens after it.
+
+    A normalized needle holds no newline (whitespace collapses to one space) and the haystack joins
+    the messages with newlines, so a needle's last occurrence in the haystack lies inside the last
+    message holding it: one ``rfind`` per needle instead of a search through every message.
+    """
+
+    def __init__(self, ctx: Context, texts: Sequence[str]) -> None:
+        self.starts = list(itertools.accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
+        after = [0] * len(texts)
+        acc = 0
+        for j in range(len(texts) - 1, -1, -1):
+            after[j] = acc
+            acc += ctx.tok(ctx.messages[j])
+        self.after = after
+
+    def tokens_after_match(self, needle: Needle, haystack: str) -> int | None:
+        """Truth tokens after the last message holding the answer (its distance from the end)."""
+        last = max((haystack.rfind(v) for v in _variants(needle.answer, needle.kind == "artifact")), default=-1)
+        if last < 0:
+            return None
+        return self.after[bisect.bisect_right(self.starts, last) - 1]
 
 
 class _Timeline:
@@ -239,6 +255,7 @@ def needle_observer(
         texts = [text_of(m) for m in ctx.messages]
         haystack = "\n".join(texts)
         rows = []
+        positions: _Positions | None = None
         stated = [n for n in needles if n.message_index < cut]  # not yet stated: not probed
         answers: dict[str, str | None] = {}
         if asker is not None and moment == "end":
@@ -251,6 +268,8 @@ def needle_observer(
                 "llm_recalled": None if answer is None else present(n.answer, normalize(answer),
                                                                      is_path=n.kind == "artifact")}
             planted = n.message_index
+            if cls in (VERBATIM, FALSE_POSITIVE):
+                positions = positions or _Positions(ctx, texts)
             rows.append({
                 "trace": trace.id, **({"strategy": strategy} if strategy else {}),
                 "moment": moment, "call": call, "round": state["round"],
@@ -259,7 +278,8 @@ def needle_observer(
                 "age_tokens": timeline.tokens_between(planted, cut) if planted >= 0 else None,
                 "age_calls": call - timeline.call_of(planted) if planted >= 0 else None,
                 "cls": cls, "retained": cls == VERBATIM,
-                "tokens_after_match": _tokens_after_match(n, ctx, texts) if cls in (VERBATIM, FALSE_POSITIVE) else None,
+                "tokens_after_match": (positions.tokens_after_match(n, haystack)
+                                       if positions is not None and cls in (VERBATIM, FALSE_POSITIVE) else None),
                 **llm,
             })
         if moment == "end":
