@@ -239,6 +239,14 @@ class TokenCounter:
         self.prime(messages)
         return [self.truth(m) for m in messages]
 
+    def messages_only(self) -> TokenCounter:
+        """A counter that knows this one's per-message counts and estimates but no loose text: what
+        a strategy's first replay of a trace starts from (``make perf`` times each replay so)."""
+        other = TokenCounter(self.tokenizer)
+        other._truth, other._est = dict(self._truth), dict(self._est)
+        other._attributions = dict(self._attributions)
+        return other
+
     def adopt(self, messages: Sequence[Message], counts: Sequence[int]) -> None:
         """Take counts computed elsewhere (``counts``) for these message objects."""
         for m, n in zip(messages, counts, strict=True):
