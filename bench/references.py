@@ -22,6 +22,7 @@ import re
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from bench.prefix import first_difference
 from bench.tokens import render
@@ -138,14 +139,34 @@ class RecordedIndex:
         return hit[1]
 
 
+@dataclass
+class _Carriers:
+    """What one reference's last check found: the messages known to hold it, and one in view."""
+
+    objs: list[Message] = field(default_factory=list)
+    """Recorded carriers (``found`` order), then the strategy's own messages holding it."""
+    ids: set[int] = field(default_factory=set)
+    n_found: int = 0
+    n_written: int = 0
+    witness: Message | None = None
+    """A carrier that was in view at the last check (None: none was)."""
+    entered: int = 0
+    """How much of ``ReferenceCheck._entered`` the last check had seen, in ``epoch``."""
+    epoch: int = -1
+
+
 class ReferenceCheck:
     """Counts, per call, the recorded tool calls that relied on something seen but no longer sent.
 
     One per replay. Most of what a strategy sends is the recorded messages themselves (the same
-    objects), so a reference counts as in view when one of the recorded messages holding it
-    (newest first) was sent, checked by identity. Only the messages a strategy wrote itself
-    (summaries, placeholders, rewritten outputs) are searched as text, and only when no recorded
-    carrier was sent; each such message is searched once per reference.
+    objects), so a reference counts as in view when one of the recorded messages holding it was
+    sent, checked by identity. Only the messages a strategy wrote itself (summaries, placeholders,
+    rewritten outputs) are searched as text; each such message is searched once per reference.
+
+    Incremental: the view moves by what changed between calls, and each reference remembers a
+    carrier it saw in view (still there: nothing to do) or that none was (then only new carriers
+    and the messages that entered the view since can change that). A full look through its
+    carriers happens only when its witness left the view.
     """
 
     def __init__(self, index: RecordedIndex | None = None) -> None:
@@ -155,11 +176,14 @@ class ReferenceCheck:
         self._written: list[tuple[Message, str]] = []
         """Messages the strategy wrote, in the order first sent, with their text."""
         self._written_ids: set[int] = set()
-        self._written_found: dict[str, tuple[int, list[Message]]] = {}
         self._view: tuple[Message, ...] = ()
         """What was sent at the last call with references (value-equal to it, these objects held)."""
         self._in_view: dict[int, int] = {}
         """id → how many times ``_view`` holds that object: updated by the difference, not rebuilt."""
+        self._entered: list[Message] = []
+        """Messages that came into the view, in order, since ``_epoch`` began."""
+        self._epoch = 0
+        self._carriers: dict[str, _Carriers] = {}
 
     def _update_view(self, sent: tuple[Message, ...]) -> list[Message]:
         """Move ``_view`` to ``sent`` by what changed since the last call; returns what came in."""
@@ -175,7 +199,37 @@ class ReferenceCheck:
         for m in came:
             counts[id(m)] = counts.get(id(m), 0) + 1
         self._view = view[:k] + came if k else came
+        if len(self._entered) + len(came) > 2 * len(sent) + 256:  # bounded: older checks look again
+            self._entered, self._epoch = [], self._epoch + 1
+        self._entered.extend(came)
         return list(came)
+
+    def _lost(self, ref: str, history: Sequence[Message], upto: int) -> bool:
+        """Did ``history[:upto]`` hold ``ref`` while no message of the view holds it?"""
+        found = self._index.carriers(ref, upto)
+        if not found:
+            return False
+        st = self._carriers.get(ref)
+        if st is None:
+            st = self._carriers[ref] = _Carriers()
+        new = [history[i] for i in found[st.n_found:]]
+        st.n_found = len(found)
+        if st.n_written < len(self._written):
+            new += [m for m, text in self._written[st.n_written:] if ref in text]
+            st.n_written = len(self._written)
+        st.objs += new
+        st.ids.update(map(id, new))
+        in_view = self._in_view
+        if st.witness is not None and id(st.witness) in in_view:
+            pass
+        elif st.witness is not None or st.epoch != self._epoch:  # look through them all, newest first
+            st.witness = next((m for m in reversed(st.objs) if id(m) in in_view), None)
+        else:  # none was in view: only a new carrier, or one that came into the view since, can be
+            ids = st.ids
+            st.witness = next((m for m in new if id(m) in in_view), None) or next(
+                (m for m in self._entered[st.entered:] if id(m) in ids and id(m) in in_view), None)
+        st.entered, st.epoch = len(self._entered), self._epoch
+        return st.witness is None
 
     def unseen(self, history: Sequence[Message], sent: Sequence[Message], answer: Message) -> int:
         """Tool calls of ``answer`` with a reference that ``history`` (the recorded session so far,
@@ -190,23 +244,9 @@ class ReferenceCheck:
         self._seen = len(history)
         upto = len(history)
         came = self._update_view(tuple(sent))
-        in_view = self._in_view
         recorded, written_ids = self._recorded, self._written_ids
         for m in came:
             if id(m) not in recorded and id(m) not in written_ids:
                 self._written.append((m, render(m)))
                 written_ids.add(id(m))
-
-        def lost(ref: str) -> bool:
-            found = self._index.carriers(ref, upto)
-            if not found:
-                return False
-            if any(id(history[i]) in in_view for i in reversed(found)):
-                return False
-            searched, written = self._written_found.get(ref, (0, []))
-            if searched < len(self._written):
-                written.extend(m for m, text in self._written[searched:] if ref in text)
-                self._written_found[ref] = (len(self._written), written)
-            return not any(id(m) in in_view for m in written)
-
-        return sum(1 for refs in uses if any(lost(ref) for ref in refs))
+        return sum(1 for refs in uses if any(self._lost(ref, history, upto) for ref in refs))

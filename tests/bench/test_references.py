@@ -131,3 +131,46 @@ def test_a_different_history_is_searched_on_its_own():
     a, b = trace().messages, trace().messages  # equal text, different objects
     assert ReferenceCheck(shared).unseen(a[:6], a[:2], a[6]) == 1
     assert ReferenceCheck(shared).unseen(b[:6], [*b[:2], a[2], a[3]], b[6]) == 0  # a copy of what b read
+
+
+def test_the_incremental_check_counts_what_a_from_scratch_check_counts():
+    # A reference is lost when the history so far holds it and no message sent does (by text: a
+    # recorded message holds it exactly when its text does). Random sessions whose views keep a
+    # head and a tail, drop and restore old messages, send rewritten copies and placeholders that
+    # quote paths, and sometimes start over; the incremental check must agree at every call.
+    rng = random.Random(9)
+    paths = [f"/src/module_{i}.py" for i in range(12)]
+
+    def from_scratch(history, sent, answer) -> int:
+        texts = [render(m) for m in sent]
+        def lost(ref):
+            return any(ref in render(h) for h in history) and not any(ref in t for t in texts)
+        return sum(1 for refs in (references(u) for u in answer.tool_uses) if refs and any(lost(r) for r in refs))
+
+    checked = 0
+    for _ in range(40):
+        check = ReferenceCheck()
+        history: list[Message] = [Message.text_message("user", "start")]
+        view: list[Message] = list(history)
+        for call in range(60):
+            answer = Message("assistant", tuple(ToolUse(f"u{call}_{j}", "read_file", {"path": rng.choice(paths)})
+                                                for j in range(rng.randint(0, 2))))
+            roll = rng.random()
+            if roll < 0.15 and len(view) > 4:  # drop a middle slice
+                i = rng.randrange(1, len(view) - 2)
+                del view[i:i + rng.randint(1, 3)]
+            elif roll < 0.25 and len(view) > 2:  # a placeholder quoting some paths replaces a message
+                i = rng.randrange(len(view))
+                view[i] = Message.text_message("user", "earlier: " + " ".join(rng.sample(paths, 2)))
+            elif roll < 0.3:  # start over from the history
+                view = list(history)
+            elif roll < 0.35 and history:  # restore a recorded message
+                view.insert(rng.randrange(len(view) + 1), rng.choice(history))
+            sent = tuple(view)
+            assert check.unseen(history, sent, answer) == from_scratch(history, sent, answer)
+            checked += bool(answer.tool_uses)
+            out = Message("user", tuple(ToolResult(u.id, f"contents of {u.input['path']}") for u in answer.tool_uses)
+                          ) if answer.tool_uses else Message.text_message("user", "go on")
+            history += [answer, out]
+            view += [answer, out]
+    assert checked > 1_000
