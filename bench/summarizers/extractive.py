@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import re
 import weakref
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 
 from bench.summarizers import Summary, SummaryRequest
 from bench.summarizers.sizes import UNIT, size_fit
@@ -27,7 +29,8 @@ from bench.summarizers.template import DEFAULT, Section, sections
 from traces.model import Message, ToolResult
 
 PATH_KEYS = ("path", "file_path", "filePath", "filename", "file", "target_file", "notebook_path")
-ERROR_LINE = re.compile(r"(error|exception|traceback|failed|fatal|assert)", re.IGNORECASE)
+ERROR_WORDS = ("error", "exception", "traceback", "failed", "fatal", "assert")
+ERROR_LINE = re.compile("(" + "|".join(ERROR_WORDS) + ")", re.IGNORECASE)
 WRITTEN_KEYS = ("new_string", "content", "file_text", "new_str", "patch", "diff")
 ACTION_KEYS = ("command", "cmd", "pattern", "query", "url", *PATH_KEYS)
 INJECTED = ("synthetic", "compaction", "masked")
@@ -43,7 +46,22 @@ def _errors_in(text: str) -> tuple[str, ...]:
     the same recorded outputs)."""
     if not ERROR_LINE.search(text):  # one scan of the whole text; a line's match is a match in it
         return ()
-    return tuple(line.strip()[:200] for line in text.splitlines() if ERROR_LINE.search(line))
+    if not text.isascii():
+        return tuple(line.strip()[:200] for line in text.splitlines() if ERROR_LINE.search(line))
+    # ASCII: the case-insensitive pattern matches where the lowercased text holds a keyword (no
+    # other letter folds to these in ASCII), and a keyword never crosses a line end, so the lines
+    # holding one are found from the keywords' positions (str.find) instead of a regex per line.
+    lines = text.splitlines(keepends=True)  # strip() below takes the line end off
+    starts = list(accumulate(map(len, lines), initial=0))
+    low = text.lower()
+    held: set[int] = set()
+    for word in ERROR_WORDS:
+        i = low.find(word)
+        while i >= 0:
+            line = bisect_right(starts, i) - 1
+            held.add(line)
+            i = low.find(word, starts[line + 1])  # on to the next line
+    return tuple(lines[i].strip()[:200] for i in sorted(held))
 
 
 def files_touched(messages: tuple[Message, ...]) -> list[str]:

@@ -143,3 +143,29 @@ def test_what_each_message_yields_is_remembered_per_object_with_the_same_pools()
     pools = extractive._pools((*msgs[:i], rewritten, *msgs[i + 1:]), 600)
     assert "FATAL: disk full" in [x.text for x in pools["errors"]]
     assert "FATAL: disk full" not in [x.text for x in first["errors"]]
+
+
+def test_error_lines_found_by_keyword_positions_are_the_lines_a_line_by_line_search_finds():
+    # ASCII texts take the keyword-position path, the others the regex per line; both must give
+    # what the line-by-line regex gives, on every line terminator str.splitlines knows
+    import random
+
+    from bench.summarizers import extractive
+
+    def line_by_line(text: str) -> tuple[str, ...]:
+        return tuple(line.strip()[:200] for line in text.splitlines() if extractive.ERROR_LINE.search(line))
+
+    rng = random.Random(5)
+    pieces = ["error", "Error", "ERROR", "Traceback", "assert", "ok", " ", "\n", "\r\n", "\r", "\x0b", "\x0c",
+              "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\u2028", "ſ", "\u212a", "İ", "faILED", "fatal", "x" * 120,
+              "\t", "err", "or", "exceptionerror", "tra", "ceback"]
+    found = ascii_found = 0
+    for _ in range(5_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 60)))
+        if rng.random() < 0.6:
+            text = text.encode("ascii", "ignore").decode()
+        got = extractive._errors_in.__wrapped__(text)
+        assert got == line_by_line(text), repr(text)
+        found += bool(got)
+        ascii_found += bool(got) and text.isascii()
+    assert found > 1_000 and ascii_found > 500
