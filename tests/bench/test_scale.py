@@ -125,8 +125,9 @@ def test_a_second_ctrl_c_keeps_the_finished_tasks():
         jobs = [executors.Job(None, None, ((k, None),)) for k in ("slow", "fast")]
         for job in jobs:
             pool.pending.add(pool.pool.submit(pool.fn, job, *pool.args))
-        deadline = time.time() + 20
-        while not any(f.done() for f in pool.pending) and time.time() < deadline:
+        deadline = time.time() + 20  # the fast one finished and the slow one started (on a loaded
+        while time.time() < deadline and not (  # machine it may still wait in the queue: cancellable)
+                any(f.done() for f in pool.pending) and all(f.running() or f.done() for f in pool.pending)):
             time.sleep(0.05)
         timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
         timer.start()
