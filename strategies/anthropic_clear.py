@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from operator import is_, is_not
+from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
@@ -54,68 +54,66 @@ class AnthropicClearToolUses(Strategy):
     clear_tool_inputs: bool = False
     placeholder: str = PLACEHOLDER
 
-    def _edited(self, ctx: Context, memo: dict | None = None,
-                state: dict | None = None) -> tuple[Context, frozenset[str]]:
-        """What the server sends on to the model, and the ids of the cleared tool uses.
+    def _edited(self, ctx: Context, memo: dict, state: dict) -> tuple[Context, set[str]]:
+        """What the server sends on to the model, and the ids of the cleared tool uses (the
+        session's running set, read-only to the caller; empty when nothing is cleared).
 
         ``memo`` (original message id → (original, cleared ids in it, edited copy)) hands back
         the same edited object while a message's cleared set is unchanged, so its token counts
         stay cached instead of being recounted on every call. ``state`` (the session's) keeps the
-        tool uses seen so far and the last edited view: while the history only grows, only the
-        new messages and those whose cleared set changed are looked at, and the view's totals
-        move by the difference.
+        tool uses seen so far, the cleared set and the last edited view (``_Index``): while the
+        history only grows, only the new messages and those holding an id whose clearing may have
+        changed are looked at, the set moves by those ids, and the view's totals by the difference.
         """
         if self.trigger_type == "input_tokens" and ctx.truth <= self.trigger:
-            return ctx, frozenset()  # the running total decides; no walk over the history
+            return ctx, _NONE  # the running total decides; no walk over the history
         index = _Index.of(ctx.messages, state, self.exclude_tools)
         uses = index.uses
         if self.trigger_type == "tool_uses" and len(uses) <= self.trigger:
-            return ctx, frozenset()
+            return ctx, _NONE
         start = max(0, len(uses) - self.keep) if self.keep > 0 else len(uses)
-        kept = {u.id for u in uses[start:]}
         # the uses before the kept ones that no excluded tool made, minus any id a kept use reuses
-        clear = frozenset(index.clearable[:bisect_left(index.clearable_at, start)]) - kept
+        clear = index.move(bisect_left(index.clearable_at, start), {u.id for u in uses[start:]})
         if not clear:
-            return ctx, clear
-        memo = {} if memo is None else memo
+            return ctx, _NONE
         msgs = ctx.messages
         base = index.view
         if base is None:
             base, todo = ctx.replace(()), range(len(msgs))
         else:
-            changed = index.cleared.symmetric_difference(clear)
-            todo = {k for i in changed for k in index.where.get(i, ())} | set(range(len(base), len(msgs)))
+            todo = {k for i in index.unsent for k in index.where.get(i, ())} | set(range(len(base), len(msgs)))
+        index.unsent.clear()
         out = [*base.messages, *msgs[len(base):]]
         for k in todo:
             m = msgs[k]
+            was = out[k] is not m
             ids = index.ids[k] & clear
             if not ids:
                 out[k] = m
-                continue
-            cached = memo.get(id(m))
-            if cached is None or cached[0] is not m or cached[1] != ids:
-                new = rewrite_results(m, lambda r, ids=ids: self.placeholder if r.tool_use_id in ids else None)
-                if self.clear_tool_inputs:
-                    new = rewrite_uses(new, lambda u, ids=ids: {} if u.id in ids else None)
-                cached = memo[id(m)] = (m, ids, new)
-            out[k] = cached[2]
+            else:
+                cached = memo.get(id(m))
+                if cached is None or cached[0] is not m or cached[1] != ids:
+                    new = rewrite_results(m, lambda r, ids=ids: self.placeholder if r.tool_use_id in ids else None)
+                    if self.clear_tool_inputs:
+                        new = rewrite_uses(new, lambda u, ids=ids: {} if u.id in ids else None)
+                    cached = memo[id(m)] = (m, ids, new)
+                out[k] = cached[2]
+            index.edited += (out[k] is not m) - was
         edited = base.replace(out)
-        index.view, index.cleared = edited, clear
+        index.view = edited
         if ctx.truth - edited.truth < self.clear_at_least:
-            return ctx, frozenset()
+            return ctx, _NONE
         return edited, clear
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
         sent, cleared = self._edited(ctx, session.state.setdefault("edits", {}), session.state)
         session.state["projection"] = (ctx.messages, sent)
-        previous: frozenset[str] = session.state.get("cleared", frozenset())
-        if not cleared - previous:
-            return None
-        session.state["cleared"] = cleared
+        index: _Index | None = session.state.get("clear_index")
+        if not cleared or index is None or not index.announce():
+            return None  # no id cleared that the last event had not
         detail = (f"server-side edit (sent only): cleared_tool_uses={len(cleared)} "
                   f"cleared_input_tokens={ctx.truth - sent.truth} placeholder={self.placeholder!r}")
-        touched = sum(map(is_not, ctx.messages, sent.messages))
-        return Outcome(ctx, (event("prune", ctx, sent, touched=touched, detail=detail),))
+        return Outcome(ctx, (event("prune", ctx, sent, touched=index.edited, detail=detail),))
 
     def project(self, ctx: Context, session: Session) -> Context:
         cached = session.state.get("projection")
@@ -124,8 +122,19 @@ class AnthropicClearToolUses(Strategy):
         return self._edited(ctx, session.state.setdefault("edits", {}), session.state)[0]
 
 
+_NONE: set[str] = set()
+"""The empty cleared set (never filled)."""
+
+
 class _Index:
-    """The tool uses of a growing history, where each id occurs, and the last edited view."""
+    """The tool uses of a growing history, where each id occurs, the cleared set and the last
+    edited view, kept between calls in ``session.state``.
+
+    The cleared set is ``clearable[:n] − kept``: ``n`` only grows while the history does, and
+    ``kept`` is a handful of ids, so each call moves the set by the ids newly clearable and those
+    entering or leaving ``kept``. Those ids are remembered until the view is next rebuilt
+    (``unsent``) and until the next event (``unannounced``), so neither has to diff whole sets.
+    """
 
     def __init__(self, exclude: tuple[str, ...]) -> None:
         self.messages: tuple[Message, ...] = ()
@@ -137,17 +146,30 @@ class _Index:
         self.ids: list[frozenset[str]] = []
         """Per message: the ids of its tool uses and tool results."""
         self.where: dict[str, list[int]] = {}
+        self.n = 0
+        self.old: set[str] = set()
+        """``set(clearable[:n])``."""
+        self.kept: set[str] = set()
+        self.clear: set[str] = set()
+        """``old − kept``: the ids cleared when the trigger holds."""
+        self.unsent: set[str] = set()
+        """Ids whose clearing may have changed since ``view`` was made."""
+        self.announced: set[str] = set()
+        """The cleared set the last event reported, and the ids that may differ from it since."""
+        self.unannounced: set[str] = set()
         self.view: Context | None = None
-        """The last edited view (of a prefix of ``messages``) and the ids it cleared."""
-        self.cleared: frozenset[str] = frozenset()
+        """The last edited view (of a prefix of ``messages``), and how many of its messages are edited."""
+        self.edited = 0
 
     @staticmethod
-    def of(messages: tuple[Message, ...], state: dict | None, exclude: tuple[str, ...]) -> _Index:
+    def of(messages: tuple[Message, ...], state: dict, exclude: tuple[str, ...]) -> _Index:
         """The index of ``messages``: the session's, extended, when they extend what it indexed."""
-        index = state.get("clear_index") if state is not None else None
+        index = old = state.get("clear_index")
         if (index is None or index.exclude != exclude or len(messages) < len(index.messages)
                 or not all(map(is_, index.messages, messages))):
             index = _Index(exclude)
+            if old is not None:  # the last event's set still stands, and every id of it may differ now
+                index.announced, index.unannounced = old.announced, old.announced | old.unannounced
         for k in range(len(index.messages), len(messages)):
             m = messages[k]
             for u in m.tool_uses:
@@ -160,6 +182,35 @@ class _Index:
             for i in ids:
                 index.where.setdefault(i, []).append(k)
         index.messages = messages
-        if state is not None:
-            state["clear_index"] = index
+        state["clear_index"] = index
         return index
+
+    def move(self, n: int, kept: set[str]) -> set[str]:
+        """The cleared set for ``clearable[:n]`` less ``kept`` (``n`` never below the last one)."""
+        added = self.clearable[self.n:n]
+        self.old.update(added)
+        self.n = n
+        touched = {*added, *self.kept, *kept}
+        self.kept = kept
+        old, clear = self.old, self.clear
+        for i in touched:
+            if i in old and i not in kept:
+                clear.add(i)
+            else:
+                clear.discard(i)
+        self.unsent |= touched
+        self.unannounced |= touched
+        return clear
+
+    def announce(self) -> bool:
+        """Whether the cleared set holds an id the last event's did not; if so it becomes that set."""
+        clear, announced = self.clear, self.announced
+        if not any(i in clear and i not in announced for i in self.unannounced):
+            return False
+        for i in self.unannounced:
+            if i in clear:
+                announced.add(i)
+            else:
+                announced.discard(i)
+        self.unannounced.clear()
+        return True

@@ -9,7 +9,9 @@ unchanged. L5 is armed by a failed L4 only, so it never pre-empts the layers bef
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
 
 PERSIST_DIR = "/tmp/agent/tool-results"
 CLEARED = "[Old tool result content cleared]"
+SETTLED = ("[Tool result", CLEARED)
+"""L2 leaves an output starting with either as it is (one it cleared, or one L1 persisted)."""
 SUMMARY_SECTIONS = (
     "Primary Request and Intent", "Key Technical Concepts", "Files and Code Sections", "Errors and fixes",
     "Problem Solving", "All user messages", "Pending Tasks", "Current Work", "Optional Next Step",
@@ -135,7 +139,7 @@ class FiveLayer(Strategy):
         st["last_call_time"] = session.now
         start, events, window = ctx, [], model.context_window
         if self.persist_pct is not None and self.count(ctx, session, fresh) >= self.persist_pct * window:
-            new, ev = self._persist(ctx)
+            new, ev = self._persist_since(ctx, st)
             if ev is not None:
                 ctx, fresh = new, False
                 events.append(ev)
@@ -143,7 +147,7 @@ class FiveLayer(Strategy):
         by_size = pct is not None and self.count(ctx, session, fresh) >= pct * window
         by_time = self.microcompact_idle_seconds is not None and idle > self.microcompact_idle_seconds
         if by_size or by_time:
-            new, ev = self._microcompact(ctx)
+            new, ev = self._microcompact_since(ctx, st)
             if ev is not None:
                 ctx, fresh = new, False
                 events.append(ev)
@@ -189,29 +193,60 @@ class FiveLayer(Strategy):
 
     # --- layers ---------------------------------------------------------------------------
 
+    def _pointer(self, r: ToolResult) -> str | None:
+        """L1's rewrite of one output: a pointer to where it was persisted, with a preview."""
+        if len(r.content) <= self.persist_min_chars:
+            return None
+        return (f"[Tool result persisted to disk: {PERSIST_DIR}/{r.tool_use_id}.txt ({len(r.content)} chars). "
+                f"Preview (first {self.preview_chars} chars):]\n{r.content[:self.preview_chars]}")
+
     def _persist(self, ctx: Context) -> tuple[Context, Event | None]:
-        def pointer(r: ToolResult) -> str | None:
-            if len(r.content) <= self.persist_min_chars:
-                return None
-            return (f"[Tool result persisted to disk: {PERSIST_DIR}/{r.tool_use_id}.txt ({len(r.content)} chars). "
-                    f"Preview (first {self.preview_chars} chars):]\n{r.content[:self.preview_chars]}")
-        new = ctx.replace(rewrite_results(m, pointer) for m in ctx.messages)
-        touched = _touched(ctx, new)
+        """L1 from scratch (``_persist_since`` is the same, looking at what changed only)."""
+        new = ctx.replace(rewrite_results(m, self._pointer) for m in ctx.messages)
+        return self._persisted(ctx, new, _touched(ctx, new))
+
+    def _persisted(self, ctx: Context, new: Context, touched: int) -> tuple[Context, Event | None]:
         if not touched:
             return ctx, None
         detail = f"L1 persist: outputs over {self.persist_min_chars} chars moved to disk"
         return new, event("persist", ctx, new, touched=touched, detail=detail)
 
-    def _microcompact(self, ctx: Context) -> tuple[Context, Event | None]:
-        uses = tool_inputs(ctx.messages)
-        ids = [r.tool_use_id for m in ctx.messages for r in m.tool_results]
+    def _persist_since(self, ctx: Context, state: dict) -> tuple[Context, Event | None]:
+        """``_persist`` when ``state["persisted"]`` holds a history with no output over the limit
+        (L1 left it so, and the later layers kept it so) and ``ctx`` extends it: only the appended
+        messages can hold one. Anything else runs ``_persist`` over the whole history."""
+        clean: tuple[Message, ...] | None = state.get("persisted")
+        msgs = ctx.messages
+        if clean is None or len(msgs) < len(clean) or not all(map(is_, clean, msgs)):
+            new, ev = self._persist(ctx)
+            seen = {id(m) for m in msgs}
+            changed: Sequence[Message] = [m for m in new.messages if id(m) not in seen]
+        else:
+            out = list(msgs)
+            changed = []
+            for k in range(len(clean), len(msgs)):
+                m = rewrite_results(msgs[k], self._pointer)
+                if m is not msgs[k]:
+                    out[k] = m
+                    changed.append(m)
+            new, ev = self._persisted(ctx, ctx.replace(out) if changed else ctx, len(changed))
+        # a pointer longer than the limit (a long preview) would be persisted again next call
+        fixed = all(len(r.content) <= self.persist_min_chars for m in changed for r in m.tool_results)
+        state["persisted"] = new.messages if fixed else None
+        return new, ev
+
+    def _clear_old(self, msgs: Sequence[Message]) -> tuple[list[Message], list[str], set[str]]:
+        """L2 over ``msgs``: the messages left, the ids of the outputs cleared and of the read-only
+        calls removed."""
+        uses = tool_inputs(msgs)
+        ids = [r.tool_use_id for m in msgs for r in m.tool_results]
         old = set(ids[: max(0, len(ids) - self.microcompact_keep)])
         drop = {i for i in old if self.microcompact_drop_read_only and i in uses and is_read_only(uses[i])}
 
         cleared: list[str] = []
 
         def marker(r: ToolResult) -> str | None:
-            if r.tool_use_id not in old or r.tool_use_id in drop or r.content.startswith(("[Tool result", CLEARED)):
+            if r.tool_use_id not in old or r.tool_use_id in drop or r.content.startswith(SETTLED):
                 return None
             cleared.append(r.tool_use_id)
             if self.microcompact_marker is not None:
@@ -219,7 +254,7 @@ class FiveLayer(Strategy):
             name = uses[r.tool_use_id].name if r.tool_use_id in uses else "tool"
             return f"[Tool result cleared: {name}, {round(len(r.content) / 4)} tokens]"
         out: list[Message] = []
-        for m in ctx.messages:
+        for m in msgs:
             m = rewrite_results(m, marker)
             if drop and any(isinstance(b, (ToolUse, ToolResult)) and _block_id(b) in drop for b in m.blocks):
                 blocks = tuple(b for b in m.blocks if _block_id(b) not in drop)
@@ -227,11 +262,48 @@ class FiveLayer(Strategy):
                     continue
                 m = m.with_blocks(blocks)
             out.append(m)
+        return out, cleared, drop
+
+    def _microcompact(self, ctx: Context) -> tuple[Context, Event | None]:
+        """L2 from scratch (``_microcompact_since`` is the same, looking at what changed only)."""
+        out, cleared, drop = self._clear_old(ctx.messages)
         if len(out) == len(ctx) and all(a is b for a, b in zip(out, ctx.messages, strict=True)):
             return ctx, None
         new = ctx.replace(out)
+        return new, self._prune_event(ctx, new, _touched(ctx, new) + len(ctx) - len(new), cleared, drop)
+
+    def _prune_event(self, ctx: Context, new: Context, touched: int, cleared: list[str], drop: set[str]) -> Event:
         detail = f"L2 microcompact: {len(cleared)} outputs cleared, {len(drop)} read-only calls removed"
-        return new, event("prune", ctx, new, touched=_touched(ctx, new) + len(ctx) - len(new), detail=detail)
+        return event("prune", ctx, new, touched=touched, detail=detail)
+
+    def _microcompact_since(self, ctx: Context, state: dict) -> tuple[Context, Event | None]:
+        """``_microcompact``, run over the tail of the history that can still change (``_Settled``)
+        when ``ctx`` extends the previous L2 output; anything else runs it over the whole history.
+        A history L1 left clean stays clean when L2's markers are short, so L1 keeps skipping it."""
+        msgs = ctx.messages
+        settled: _Settled | None = state.get("microcompacted")
+        fixed_marker = self.microcompact_marker is None or self.microcompact_marker.startswith(SETTLED)
+        if (settled is None or not fixed_marker or settled.keep != self.microcompact_keep
+                or not settled.extend(msgs)):
+            new, ev = self._microcompact(ctx)
+            state["microcompacted"] = _Settled.of(new.messages, self.microcompact_keep)
+            changed: Sequence[Message] = new.messages
+        else:
+            q = settled.q
+            tail = msgs[q:]
+            out, cleared, drop = self._clear_old(tail)
+            if len(out) == len(tail) and all(map(is_, out, tail)):
+                new, ev, changed = ctx, None, ()
+            else:
+                new = ctx.replace((*msgs[:q], *out))
+                seen = {id(m) for m in tail}
+                changed = [m for m in out if id(m) not in seen]
+                ev = self._prune_event(ctx, new, len(changed) + len(tail) - len(out), cleared, drop)
+            settled.advance(new.messages, q)
+        if ev is not None and state.get("persisted") is msgs and all(
+                len(r.content) <= self.persist_min_chars for m in changed for r in m.tool_results):
+            state["persisted"] = new.messages
+        return new, ev
 
     def _compact(self, ctx: Context, session: Session, label: str) -> tuple[Context, list[Event]] | None:
         head = ctx.messages[:1] if ctx.system else ()
@@ -245,6 +317,7 @@ class FiveLayer(Strategy):
         text = CONTINUATION + summary.text + (CONTINUE_AUTO if label.startswith("L3") else "")
         text = quote_latest_human(text, ctx.messages, tail)
         compacted = ctx.replace((*head, text_user(text, summary=True), *tail))
+        clean = session.state.get("persisted") is ctx.messages  # what it adds holds no tool output
         events = [event("summarize", ctx, compacted, touched=len(history), summary_tokens=summary.output_tokens,
                         detail=f"{label}: {len(history)} messages summarized")]
         restored = self._restored(session)
@@ -254,6 +327,8 @@ class FiveLayer(Strategy):
                                 detail=f"re-read {len(restored)} recent files (contents from the trace's latest "
                                        f"reads; approximate)"))
             compacted = after
+        if clean:
+            session.state["persisted"] = compacted.messages
         return compacted, events
 
     def _restored(self, session: Session) -> list[Message]:
@@ -364,3 +439,74 @@ def _touched(before: Context, after: Context) -> int:
 
 def _fail(ctx: Context, reason: str) -> Outcome:
     return Outcome(ctx, (event("fail", ctx, ctx, detail=reason),), fail=reason)
+
+
+class _Settled:
+    """Where L2 can still change the history it last left (kept in ``session.state``).
+
+    After L2 ran, every output but the newest ``keep`` is settled: cleared or persisted (so L2 skips
+    it), or removed with its read-only call. While the history grows by appending, later runs can
+    change only the newest outputs, their calls, the calls still waiting for a result and what was
+    appended: all at or after ``q``. Running L2 over ``messages[q:]`` gives the same result as over
+    the whole history as long as every id has one call and one result, the call first (``simple``;
+    else the whole history is run, as before).
+    """
+
+    def __init__(self, messages: tuple[Message, ...], keep: int) -> None:
+        self.messages = messages
+        self.keep = keep
+        self.q = 0
+        self.uses: set[str] = set()
+        self.results: set[str] = set()
+        self.simple = True
+
+    @staticmethod
+    def of(messages: tuple[Message, ...], keep: int) -> _Settled:
+        """The index of an L2 output (a walk over all of it)."""
+        index = _Settled(messages, keep)
+        index.simple = index._add(messages)
+        index.q = index._boundary(messages, 0)
+        return index
+
+    def _add(self, msgs: Sequence[Message]) -> bool:
+        """Record the ids ``msgs`` bring; False if one repeats an id or answers no earlier call."""
+        uses, results, simple = self.uses, self.results, True
+        for m in msgs:
+            for u in m.tool_uses:
+                simple = simple and u.id not in uses and u.id not in results
+                uses.add(u.id)
+            for r in m.tool_results:
+                simple = simple and r.tool_use_id not in results and r.tool_use_id in uses
+                results.add(r.tool_use_id)
+        return simple
+
+    def extend(self, messages: tuple[Message, ...]) -> bool:
+        """Take in the messages appended to the history last left; False when ``messages`` does not
+        extend it or the ids stop being simple (then the caller runs the whole history)."""
+        old = self.messages
+        if not self.simple or len(messages) < len(old) or not all(map(is_, old, messages)):
+            return False
+        self.simple = self._add(messages[len(old):])
+        self.messages = messages
+        return self.simple
+
+    def advance(self, messages: tuple[Message, ...], q: int) -> None:
+        """L2 left ``messages``, the same as before up to ``q``."""
+        self.messages = messages
+        self.q = self._boundary(messages, q)
+
+    def _boundary(self, messages: tuple[Message, ...], start: int) -> int:
+        """The first position L2 may still change: the newest ``keep`` outputs and their calls, and
+        the calls with no result yet (all at or after ``start``)."""
+        results: list[tuple[int, str]] = []
+        calls: dict[str, int] = {}
+        for k in range(start, len(messages)):
+            m = messages[k]
+            for u in m.tool_uses:
+                calls[u.id] = k
+            results.extend((k, r.tool_use_id) for r in m.tool_results)
+        newest = results[max(0, len(results) - self.keep):] if self.keep > 0 else []
+        answered = {i for _, i in results}
+        q = min((k for k, _ in newest), default=len(messages))
+        q = min(q, min((calls[i] for _, i in newest if i in calls), default=q))
+        return min(q, min((k for i, k in calls.items() if i not in answered), default=q))

@@ -10,7 +10,9 @@ tools (plans, todo lists, memory) are never replaced and survive a summary verba
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
@@ -95,37 +97,42 @@ class TieredPlaceholders(Strategy):
         recent = {u.id for u in uses[max(0, len(uses) - self.keep_recent):]}
         return recent | {u.id for u in uses if u.name in self.essential_tools}
 
-    def tier_1(self, ctx: Context) -> tuple[Context, int]:
-        calls, keep = tool_inputs(ctx.messages), self._protected(ctx)
-
+    def _clear_output(self, keep: set[str],
+                      call: Callable[[str], ToolUse | None]) -> Callable[[ToolResult], str | None]:
+        """Tier 1's rewrite of one tool result (None: left as it is)."""
         def clear(r: ToolResult) -> str | None:
             small = round(len(r.content) / 4) < self.min_output_tokens
             if r.tool_use_id in keep or r.content.startswith(CLEARED) or small:
                 return None
-            return placeholder(calls.get(r.tool_use_id), r.content)
+            return placeholder(call(r.tool_use_id), r.content)
+        return clear
 
-        return self._apply(ctx, lambda m: rewrite_results(m, clear))
-
-    def tier_1_5(self, ctx: Context) -> tuple[Context, int]:
-        keep = self._protected(ctx)
-        answers = [i for i, m in enumerate(ctx.messages) if m.role == "assistant"]
-        recent = set(answers[max(0, len(answers) - self.keep_recent):])
-
+    def _clear_step(self, keep: set[str], recent: set[int]) -> Callable[[int, Message], Message]:
+        """Tier 1.5's rewrite of the message at a position: big inputs cleared, old reasoning dropped."""
         def clear_input(u: ToolUse) -> dict | None:
             if u.id in keep or len(u.input_json()) < self.min_input_chars:
                 return None
             kept = {k: v for k, v in u.input.items() if k in PATH_KEYS}
             return {**kept, "cleared": f"{CLEARED} input of {len(u.input_json())} chars removed"}
 
-        def clear(i_m: tuple[int, Message]) -> Message:
-            i, m = i_m
+        def clear(i: int, m: Message) -> Message:
             m = rewrite_uses(m, clear_input)
             if i in recent or not any(isinstance(b, Thinking) for b in m.blocks):
                 return m
             blocks = tuple(b for b in m.blocks if not isinstance(b, Thinking))
             return replace(m, blocks=blocks or (Text(f"{CLEARED} reasoning removed"),))
+        return clear
 
-        out = [clear(x) for x in enumerate(ctx.messages)]
+    def tier_1(self, ctx: Context) -> tuple[Context, int]:
+        """Tier 1 from scratch (the definition ``_Tiers.tier_1`` follows incrementally)."""
+        clear = self._clear_output(self._protected(ctx), tool_inputs(ctx.messages).get)
+        return self._apply(ctx, lambda m: rewrite_results(m, clear))
+
+    def tier_1_5(self, ctx: Context) -> tuple[Context, int]:
+        """Tier 1.5 from scratch (the definition ``_Tiers.tier_1_5`` follows incrementally)."""
+        answers = [i for i, m in enumerate(ctx.messages) if m.role == "assistant"]
+        clear = self._clear_step(self._protected(ctx), set(answers[max(0, len(answers) - self.keep_recent):]))
+        out = [clear(i, m) for i, m in enumerate(ctx.messages)]
         touched = sum(1 for a, b in zip(ctx.messages, out, strict=True) if a is not b)
         return (ctx.replace(out) if touched else ctx), touched
 
@@ -156,9 +163,11 @@ class TieredPlaceholders(Strategy):
         window = session.model.context_window
         events: list[Event] = []
         cur = ctx
+        tiers: _Tiers | None = None
         for tier, share in (("1", self.tier1), ("1.5", self.tier1_5)):
             if cur.estimate >= share * window:
-                new, touched = self.tier_1(cur) if tier == "1" else self.tier_1_5(cur)
+                tiers = tiers or _Tiers.of(self, cur.messages, session.state)
+                new, touched = tiers.tier_1(cur) if tier == "1" else tiers.tier_1_5(cur)
                 if touched:
                     events.append(event("prune", cur, new, touched=touched,
                                         detail=f"tier {tier}: estimate {cur.estimate} >= {share:.0%} of {window}"))
@@ -170,3 +179,100 @@ class TieredPlaceholders(Strategy):
                                     detail=f"tier 2: estimate {cur.estimate} >= {self.tier2:.0%} of {window}"))
                 cur = new
         return Outcome(cur, tuple(events)) if events else None
+
+
+class _Tiers:
+    """Tiers 1 and 1.5 over a growing history, moved by what changed (kept in ``session.state``).
+
+    Both tiers rewrite a message only for what it holds: tier 1 a tool result that is neither
+    small nor already cleared, tier 1.5 reasoning or a tool input of ``min_input_chars`` or more.
+    So the positions holding such a block (``pending``) are the only ones a tier can touch; after
+    a tier ran, what it left there is looked at again, and a position leaves the set once its
+    message holds none. What the tiers protect (the newest uses and answers, the essential tools)
+    and which call made a result come from running indexes. Anything but the previous output with
+    messages appended (a tier-2 summary rewrote the history) rebuilds the index, with the same result.
+    """
+
+    def __init__(self, strategy: TieredPlaceholders) -> None:
+        self.s = strategy
+        self.messages: tuple[Message, ...] = ()
+        self.use_ids: list[str] = []
+        self.essential: set[str] = set()
+        self.last_use: dict[str, int] = {}
+        """Tool-use id → position of the last message holding a call with it (``tool_inputs`` keeps the last)."""
+        self.answers: list[int] = []
+        self.pending_1: set[int] = set()
+        self.pending_1_5: set[int] = set()
+
+    @staticmethod
+    def of(strategy: TieredPlaceholders, messages: tuple[Message, ...], state: dict) -> _Tiers:
+        """The session's index brought up to ``messages`` (rebuilt unless they extend what it indexed)."""
+        index: _Tiers | None = state.get("tiers")
+        old = index.messages if index is not None else ()
+        if index is None or index.s != strategy or len(messages) < len(old) or not all(map(is_, old, messages)):
+            index = state["tiers"] = _Tiers(strategy)
+        for k in range(len(index.messages), len(messages)):
+            m = messages[k]
+            for u in m.tool_uses:
+                index.use_ids.append(u.id)
+                index.last_use[u.id] = k
+                if u.name in strategy.essential_tools:
+                    index.essential.add(u.id)
+            if m.role == "assistant":
+                index.answers.append(k)
+            index._settle(k, m)
+        index.messages = messages
+        return index
+
+    def _settle(self, k: int, m: Message) -> None:
+        """Whether position ``k`` (holding ``m``) has anything left that a tier may clear. A block of an
+        essential call never is: the set of essential ids only grows while the index lives."""
+        s, essential = self.s, self.essential
+        if any(r.tool_use_id not in essential and not r.content.startswith(CLEARED)
+               and round(len(r.content) / 4) >= s.min_output_tokens for r in m.tool_results):
+            self.pending_1.add(k)
+        else:
+            self.pending_1.discard(k)
+        if any(isinstance(b, Thinking) for b in m.blocks) or any(
+                u.id not in essential and len(u.input_json()) >= s.min_input_chars for u in m.tool_uses):
+            self.pending_1_5.add(k)
+        else:
+            self.pending_1_5.discard(k)
+
+    def _protected(self) -> set[str]:
+        """``TieredPlaceholders._protected`` of the indexed history."""
+        return {*self.use_ids[max(0, len(self.use_ids) - self.s.keep_recent):], *self.essential}
+
+    def _call(self, tool_use_id: str) -> ToolUse | None:
+        """``tool_inputs(messages).get(tool_use_id)``: the last call with that id, as it is now."""
+        k = self.last_use.get(tool_use_id)
+        if k is None:
+            return None
+        return next(u for u in reversed(self.messages[k].tool_uses) if u.id == tool_use_id)
+
+    def _run(self, ctx: Context, pending: set[int], rewrite: Callable[[int, Message], Message]) -> tuple[Context, int]:
+        """Rewrite the pending positions of ``ctx`` (the indexed history); the index follows the result."""
+        msgs = ctx.messages
+        changed: dict[int, Message] = {}
+        for k in sorted(pending):
+            new = rewrite(k, msgs[k])
+            if new is not msgs[k]:
+                changed[k] = new
+        if not changed:
+            return ctx, 0
+        out = list(msgs)
+        for k, new in changed.items():
+            out[k] = new
+        after = ctx.replace(out)
+        self.messages = after.messages
+        for k, new in changed.items():
+            self._settle(k, new)
+        return after, len(changed)
+
+    def tier_1(self, ctx: Context) -> tuple[Context, int]:
+        clear = self.s._clear_output(self._protected(), self._call)
+        return self._run(ctx, self.pending_1, lambda k, m: rewrite_results(m, clear))
+
+    def tier_1_5(self, ctx: Context) -> tuple[Context, int]:
+        recent = set(self.answers[max(0, len(self.answers) - self.s.keep_recent):])
+        return self._run(ctx, self.pending_1_5, self.s._clear_step(self._protected(), recent))
