@@ -144,10 +144,9 @@ class _Carriers:
     """What one reference's last check found: the messages known to hold it, and one in view."""
 
     objs: list[Message] = field(default_factory=list)
-    """Recorded carriers (``found`` order), then the strategy's own messages holding it."""
+    """Recorded carriers (``found`` order) and the strategy's own messages found to hold it."""
     ids: set[int] = field(default_factory=set)
     n_found: int = 0
-    n_written: int = 0
     witness: Message | None = None
     """A carrier that was in view at the last check (None: none was)."""
     entered: int = 0
@@ -161,21 +160,24 @@ class ReferenceCheck:
     One per replay. Most of what a strategy sends is the recorded messages themselves (the same
     objects), so a reference counts as in view when one of the recorded messages holding it was
     sent, checked by identity. Only the messages a strategy wrote itself (summaries, placeholders,
-    rewritten outputs) are searched as text; each such message is searched once per reference.
+    rewritten outputs) are searched as text, and only those in view when the reference is checked.
 
     Incremental: the view moves by what changed between calls, and each reference remembers a
-    carrier it saw in view (still there: nothing to do) or that none was (then only new carriers
-    and the messages that entered the view since can change that). A full look through its
-    carriers happens only when its witness left the view.
+    carrier it saw in view (still there: nothing to look at) or that none was (then only new
+    carriers and the messages that entered the view since can change that); every written message
+    in view at a check has been searched for it, once. All its carriers are looked through only
+    when its witness left the view.
     """
+
+    LOG_SLACK = 256
+    """The log of what entered the view is cut past twice the view and this much."""
 
     def __init__(self, index: RecordedIndex | None = None) -> None:
         self._index = index or RecordedIndex()
         self._recorded: set[int] = set()
         self._seen = 0
-        self._written: list[tuple[Message, str]] = []
-        """Messages the strategy wrote, in the order first sent, with their text."""
-        self._written_ids: set[int] = set()
+        self._written: dict[int, tuple[Message, str]] = {}
+        """id → a message the strategy wrote that is in the view (held) and its text."""
         self._view: tuple[Message, ...] = ()
         """What was sent at the last call with references (value-equal to it, these objects held)."""
         self._in_view: dict[int, int] = {}
@@ -195,11 +197,12 @@ class ReferenceCheck:
                 counts[id(m)] = n
             else:
                 del counts[id(m)]
+                self._written.pop(id(m), None)  # searched only while in view: not kept once gone
         came = sent[k:]
         for m in came:
             counts[id(m)] = counts.get(id(m), 0) + 1
         self._view = view[:k] + came if k else came
-        if len(self._entered) + len(came) > 2 * len(sent) + 256:  # bounded: older checks look again
+        if len(self._entered) + len(came) > 2 * len(sent) + self.LOG_SLACK:  # bounded: older checks look again
             self._entered, self._epoch = [], self._epoch + 1
         self._entered.extend(came)
         return list(came)
@@ -212,17 +215,19 @@ class ReferenceCheck:
         st = self._carriers.get(ref)
         if st is None:
             st = self._carriers[ref] = _Carriers()
+        in_view, written = self._in_view, self._written
         new = [history[i] for i in found[st.n_found:]]
         st.n_found = len(found)
-        if st.n_written < len(self._written):
-            new += [m for m, text in self._written[st.n_written:] if ref in text]
-            st.n_written = len(self._written)
+        full = st.epoch != self._epoch  # first check, or the log of what entered was cut
+        for m in (self._view if full else self._entered[st.entered:]):  # written, in view, not yet searched
+            hit = written.get(id(m))
+            if hit is not None and id(m) in in_view and id(m) not in st.ids and ref in hit[1]:
+                new.append(m)
         st.objs += new
         st.ids.update(map(id, new))
-        in_view = self._in_view
         if st.witness is not None and id(st.witness) in in_view:
             pass
-        elif st.witness is not None or st.epoch != self._epoch:  # look through them all, newest first
+        elif st.witness is not None or full:  # look through them all, newest first
             st.witness = next((m for m in reversed(st.objs) if id(m) in in_view), None)
         else:  # none was in view: only a new carrier, or one that came into the view since, can be
             ids = st.ids
@@ -244,9 +249,8 @@ class ReferenceCheck:
         self._seen = len(history)
         upto = len(history)
         came = self._update_view(tuple(sent))
-        recorded, written_ids = self._recorded, self._written_ids
+        recorded, written = self._recorded, self._written
         for m in came:
-            if id(m) not in recorded and id(m) not in written_ids:
-                self._written.append((m, render(m)))
-                written_ids.add(id(m))
+            if id(m) not in recorded and id(m) not in written:
+                written[id(m)] = (m, render(m))
         return sum(1 for refs in uses if any(self._lost(ref, history, upto) for ref in refs))
