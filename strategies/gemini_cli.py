@@ -12,12 +12,14 @@ only the tool-output truncation runs (until a compression succeeds).
 from __future__ import annotations
 
 import json
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
-from bench.tokens import MESSAGE_OVERHEAD, TokenCounter, Tokenizer
+from bench.tokens import MESSAGE_OVERHEAD, SPLIT_ENCODINGS, TokenCounter, Tokenizer, safe_split
 from strategies._tools import last_assistant_index, text_assistant, text_user
 from strategies.base import Event, Outcome, Strategy, event
 from traces.model import Block, Message, Text, ToolResult, ToolUse
@@ -81,44 +83,18 @@ def truncated_parts(content: str, where: str, max_chars: int) -> tuple[str, ...]
         return (content,)
     head_n = max_chars // 5
     tail_n = max_chars - head_n
-    omitted = len(content) - head_n - tail_n
-    return (f"Output too large. Showing first {head_n:,} and last {tail_n:,} characters. For full output see: "
-            f"{where}", f"\n{content[:head_n]}\n\n... [{omitted:,} characters omitted] ...\n\n", content[-tail_n:])
+    return (pointer_lead(head_n, tail_n) + where, f"\n{content[:head_n]}{omission(len(content) - max_chars)}",
+            content[-tail_n:])
 
 
-SPLIT_ENCODINGS = frozenset({"cl100k_base", "o200k_base"})
-"""The tiktoken encodings whose pre-tokenizer ``cut_tokens`` relies on."""
-_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+def pointer_lead(head_n: int, tail_n: int) -> str:
+    """The pointer line of a cut output up to the saved file's path."""
+    return f"Output too large. Showing first {head_n:,} and last {tail_n:,} characters. For full output see: "
 
 
-def safe_split(text: str) -> list[str]:
-    r"""``text`` cut into parts at the places no cl100k / o200k pre-token spans: after a newline before
-    a character that is neither whitespace nor "/", and between an ASCII letter or digit and a
-    newline. (One pass over the lines; a regex with look-behinds took 5x longer.)
-
-    Why these are safe: in both patterns (tiktoken 0.14.0, ``Encoding._pat_str``) a piece that holds
-    a newline is whitespace only, or punctuation then its newlines (o200k: newlines and slashes);
-    letters and digits never take one; a piece ending at such a place is the same piece when the
-    text ends there (``\s++$`` takes the same whitespace run ``\s*[\r\n]`` would). BPE runs inside a
-    piece, so a text's count is the sum of its parts' counts
-    when cut there (tests/strategies/test_gemini_cli.py checks it on adversarial texts).
-    """
-    lines = text.split("\n")
-    out: list[str] = []
-    cur = lines[0]
-    for line in lines[1:]:
-        if cur and cur[-1] in _ALNUM:  # a letter or digit, then this newline
-            out.append(cur)
-            cur = "\n"
-        else:
-            cur += "\n"
-        if line and line[0] != "/" and not line[0].isspace():  # this newline, then a character
-            out.append(cur)
-            cur = line
-        else:
-            cur += line
-    out.append(cur)
-    return out
+def omission(omitted: int) -> str:
+    """What stands between a cut output's head and its tail."""
+    return f"\n\n... [{omitted:,} characters omitted] ...\n\n"
 
 
 def cut_tokens(counter: TokenCounter, blocks: list[Block], cuts: dict[int, tuple[str, ...]],
@@ -136,15 +112,53 @@ def cut_tokens(counter: TokenCounter, blocks: list[Block], cuts: dict[int, tuple
     the middle's and the tail's own safe places; the middle's closing newlines and the tail's first
     line stay one part, and so do a block's last line and the next block's start (the join).
     """
-    tokenizer = counter.tokenizer
-    if not isinstance(tokenizer, Tokenizer) or tokenizer.name not in SPLIT_ENCODINGS:
+    if not splits(counter):
         return None
     text = counter.text
-    total, pieces, open_ = 0, [], ""
+    closed: dict[int, tuple[int, str]] = {}
+    for j, parts in cuts.items():
+        if len(parts) != 3:
+            continue
+        pointer, middle, tail = parts
+        first, inner, last = tail_lines(tail, tails, text)
+        segments = safe_split(middle)
+        segments[-1] += first  # the middle ends with newlines: no safe place before the tail's first one
+        if last is None:
+            closed[j] = text(pointer) + sum(map(text, segments[:-1])), segments[-1]
+        else:
+            closed[j] = text(pointer) + sum(map(text, segments)) + inner, last
+    return joined_tokens(text, blocks, closed)
+
+
+def splits(counter: TokenCounter | None) -> bool:
+    """Whether ``safe_split`` holds for this counter's tokenizer."""
+    tokenizer = counter.tokenizer if counter is not None else None
+    return isinstance(tokenizer, Tokenizer) and tokenizer.name in SPLIT_ENCODINGS
+
+
+def tail_lines(tail: str, tails: dict[str, tuple[str, int, str | None]], text: Callable[[str], int]
+               ) -> tuple[str, int, str | None]:
+    """A cut output's tail as (its first safe part, the count of the parts between, its last part or
+    None when it has one part); a re-cut keeps the same tail, so it is split and counted once."""
+    hit = tails.get(tail)
+    if hit is None:
+        first, *inner = safe_split(tail)
+        last = inner.pop() if inner else None
+        hit = tails[tail] = (first, sum(map(text, inner)), last)
+    return hit
+
+
+def joined_tokens(text: Callable[[str], int], blocks: Sequence[Block], closed: dict[int, tuple[int, str]]
+                  ) -> int | None:
+    """The count of ``blocks`` joined by newlines, the cut ones given by ``closed`` as (the count of
+    their parts up to their last one, that last part): a cut output begins with its pointer, a safe
+    place, and its last part runs on into the join and the next block. None for a block that is not
+    text or a tool result."""
+    total, open_ = 0, ""
     for j, b in enumerate(blocks):
         sep = "\n" if j else ""
-        parts = cuts.get(j)
-        if parts is None or len(parts) != 3:
+        hit = closed.get(j)
+        if hit is None:
             if isinstance(b, Text):
                 open_ += sep + b.text
             elif isinstance(b, ToolResult):
@@ -152,27 +166,160 @@ def cut_tokens(counter: TokenCounter, blocks: list[Block], cuts: dict[int, tuple
             else:
                 return None
             continue
-        pointer, middle, tail = parts
         if open_ or sep:
-            pieces.append(open_ + sep)
-        hit = tails.get(tail)  # a re-cut keeps the same tail: split and counted once
-        if hit is None:
-            first, *inner = safe_split(tail)
-            last = inner.pop() if inner else None
-            hit = tails[tail] = (first, sum(map(text, inner)), last)
-        segments = safe_split(middle)
-        segments[-1] += hit[0]  # the middle ends with newlines: no safe place before the tail's first one
-        pieces.append(pointer)
-        if hit[2] is None:
-            pieces.extend(segments[:-1])
-            open_ = segments[-1]
+            total += text(open_ + sep)
+        total += hit[0]
+        open_ = hit[1]
+    return total + text(open_) if open_ else total
+
+
+class _Cut:
+    """A tool output as this strategy cut it, with what cutting it again needs (``Cuts.cut``)."""
+
+    __slots__ = ("text", "pointer", "pointer_tokens", "mark", "start", "start_count", "places", "tail", "first",
+                 "inner", "last", "omitted", "note_tokens", "estimate")
+
+    def __init__(self, text: str, pointer: str, pointer_tokens: int, mark: tuple[str, str] | None, start: int,
+                 start_count: int, places: deque[tuple[int, int, tuple[str, str] | None]], tail: str,
+                 lines: tuple[str, int, str | None], omitted: int, note_tokens: int) -> None:
+        self.text, self.pointer, self.pointer_tokens, self.mark = text, pointer, pointer_tokens, mark
+        self.start, self.start_count, self.places = start, start_count, places
+        self.tail, (self.first, self.inner, self.last) = tail, lines
+        self.omitted, self.note_tokens = omitted, note_tokens
+        self.estimate: int | None = None
+
+
+class Cuts:
+    """Cuts tool outputs (``truncated_output``) and counts each cut by parts, by difference from the
+    previous cut of the same output.
+
+    Why: in the failed state every call cuts every old output anew, and what it cuts is the cut of
+    the call before: the new head is the old pointer line, a newline and the old head less its last
+    characters; the tail and the note stay. So the head's safe places (``safe_split``) are kept as
+    a deque of (position, count of the head up to there, the pointer that starts there) in
+    coordinates that do not move when a pointer is put in front: two places are pushed on the left
+    (the old pointer's start and end), those past the new head's end are popped on the right, and
+    the count is the pointer's, the head's up to its last safe place, the few characters after it,
+    the note's and the tail's (split once).
+
+    A pointer ``…/compression_{call}_{id}.txt`` is counted as three texts: up to "compression",
+    "_{call}" and "_{id}.txt", so the call's number is tokenized once per call, not once per output.
+    No cl100k / o200k pre-token spans either place (letters never take the "_" after them, digits
+    neither; a piece that begins at "_" depends only on what follows it); tests/strategies/
+    test_gemini_cli_recut.py checks it for every length of every start of a pointer.
+    """
+
+    def __init__(self, counter: TokenCounter | None, max_chars: int,
+                 tails: dict[str, tuple[str, int, str | None]]) -> None:
+        self.counter, self.max_chars = counter, max_chars
+        self.head_n = max_chars // 5
+        self.tail_n = max_chars - self.head_n
+        self.lead = pointer_lead(self.head_n, self.tail_n)
+        self.counting = splits(counter) and self.tail_n > 0
+        self.text: Callable[[str], int] = counter.text if self.counting else len  # type: ignore[union-attr]
+        self.tails = tails
+        self.by_id: dict[int, _Cut] = {}
+        self.prefix = self.lead + "tool-outputs/compression"
+        self.prefix_tokens = self.text(self.prefix) if self.counting else 0
+        self.newline = self.text("\n") if self.counting else 0
+
+    def record(self, content: str) -> _Cut | None:
+        """The record of ``content`` if this is a cut we made (and still hold)."""
+        rec = self.by_id.get(id(content))
+        return rec if rec is not None and rec.text is content else None
+
+    def estimate(self, content: str, estimates: Callable[[str], int]) -> int:
+        """``estimate_tokens`` of an output: a cut of ours keeps it in its record, others in ``estimates``
+        (a remembered cut would hold every call's 40K characters)."""
+        rec = self.record(content)
+        if rec is None:
+            return estimates(content)
+        if rec.estimate is None:
+            rec.estimate = estimate_tokens(content)
+        return rec.estimate
+
+    def cut(self, content: str, tool_use_id: str, call: int) -> tuple[str, tuple[int, str] | None]:
+        """``truncated_output`` of an output longer than ``max_chars`` for this call, and the count of
+        its parts as ``joined_tokens`` takes it (None when not counting)."""
+        where = f"tool-outputs/compression_{call}_{tool_use_id}.txt"
+        if not self.counting:
+            return truncated_output(content, where, self.max_chars), None
+        text, head_n = self.text, self.head_n
+        mark = (f"_{call}", f"_{tool_use_id}.txt") if type(call) is int and call >= 0 else None
+        pointer = self.lead + where
+        pointer_tokens = self.prefix_tokens + text(mark[0]) + text(mark[1]) if mark else text(pointer)
+        rec = self.by_id.pop(id(content), None)
+        if rec is not None and rec.text is content and len(rec.pointer) + 1 < head_n:
+            # the new head: this output's old pointer, a newline, the old head less as many characters
+            start = rec.start - 1 - len(rec.pointer)
+            start_count = rec.start_count - self.newline - rec.pointer_tokens
+            places = rec.places
+            places.appendleft((rec.start, rec.start_count, None))  # the old pointer's end ("….txt", newline)
+            places.appendleft((start + 1, start_count + self.newline, rec.mark))  # its start (newline, "O")
+            while places[-1][0] - start > head_n:  # a place must have its both neighbours in the head
+                places.pop()
+            tail, lines = rec.tail, (rec.first, rec.inner, rec.last)
         else:
-            pieces.extend(segments)
-            total += hit[1]
-            open_ = hit[2]
-    if open_:
-        pieces.append(open_)
-    return total + sum(map(text, pieces))
+            start = start_count = 0
+            places = deque()
+            pos = count = 0
+            for part in safe_split("\n" + content[:head_n])[:-1]:
+                pos += len(part)
+                count += text(part)
+                places.append((pos, count, None))
+            tail = content[-self.tail_n:]
+            lines = tail_lines(tail, self.tails, text)
+            rec = None
+        head = content[:head_n]
+        omitted = len(content) - self.max_chars
+        cut = "".join((pointer, "\n", head, omission(omitted), tail))
+        if places:
+            pos, count, at = places[-1]
+            s, closed = pos - start, count - start_count
+        else:
+            s, closed, at = 0, 0, None
+        rest = head_n + 1 - s  # the head's characters after its last safe place (a newline in front)
+        closed += pointer_tokens + (self.pointer_start(at, rest) if at is not None else
+                                    text((head[s - 1:] if s else "\n" + head) + "\n\n"))
+        note = f"... [{omitted:,} characters omitted] ...\n\n"
+        first, inner, last = lines
+        if last is None:
+            note_tokens = 0
+            end = note + tail
+        else:
+            note_tokens = rec.note_tokens if rec is not None and rec.omitted == omitted else text(note + first)
+            closed += note_tokens + inner
+            end = last
+        self.by_id[id(cut)] = _Cut(cut, pointer, pointer_tokens, mark, start, start_count, places, tail, lines,
+                                   omitted, note_tokens)
+        return cut, (closed, end)
+
+    def pointer_start(self, mark: tuple[str, str], n: int) -> int:
+        """The count of a pointer's first ``n`` characters then the note's "\\n\\n" (a head that ends
+        inside an old pointer line), by the pointer's three parts."""
+        prefix = self.prefix
+        if n <= len(prefix):
+            return self.text(prefix[:n] + "\n\n")
+        number, name = mark
+        n -= len(prefix)
+        if n <= len(number):
+            return self.prefix_tokens + self.text(number[:n] + "\n\n")
+        return self.prefix_tokens + self.text(number) + self.text(name[:n - len(number)] + "\n\n")
+
+    def keep(self, texts: Sequence[str]) -> None:
+        """Forget every record but those of ``texts`` (the cut outputs the history now holds)."""
+        by_id = self.by_id
+        self.by_id = {id(t): by_id[id(t)] for t in texts if id(t) in by_id and by_id[id(t)].text is t}
+
+
+def _with_content(b: ToolResult, content: str) -> ToolResult:
+    """``replace(b, content=content)``, without the generic path's cost."""
+    return ToolResult(b.tool_use_id, content, b.is_error) if type(b) is ToolResult else replace(b, content=content)
+
+
+def _with_blocks(m: Message, blocks: tuple[Block, ...]) -> Message:
+    """``m.with_blocks(blocks)``, without the generic path's cost."""
+    return Message(m.role, blocks, m.usage, m.timestamp, m.id, m.meta) if type(m) is Message else m.with_blocks(blocks)
 
 
 def _chars(m: Message) -> int:
@@ -198,13 +345,18 @@ def split_point(messages: tuple[Message, ...], fraction: float) -> int:
     records one Content per response and its curated history keeps or drops a run of consecutive
     model contents as one output (core/geminiChat.ts extractCuratedHistory l.213-245 @5411f113).
     Looking only at the empty message would compress the call away while its result waits in the
-    request (an orphan result the API rejects)."""
+    request (an orphan result the API rejects).
+
+    For the same reason an empty user message (no content, or one empty text) is no turn to split
+    at: the CLI never records one (it sends no empty prompt, and a function response is the user
+    Content that follows the call), so there it has no Content of its own; taken as a user turn
+    between a call and its results, it would cut them apart."""
     sizes = [_chars(m) for m in messages]
     target = sum(sizes) * fraction
     last_split = 0
     seen = 0
     for i, m in enumerate(messages):
-        if m.role == "user" and not m.tool_results:
+        if m.role == "user" and not m.tool_results and any(not isinstance(b, Text) or b.text for b in m.blocks):
             if seen >= target:
                 return i
             last_split = i
@@ -240,8 +392,9 @@ class GeminiCli(Strategy):
 
     name = "gemini-cli"
     citation = SRC
-    version = 2
-    """2: a call followed by an empty assistant message is not compressed away from its result."""
+    version = 3
+    """2: a call followed by an empty assistant message is not compressed away from its result.
+    3: nor one followed by an empty user message."""
 
     estimator: str = "truth"
     threshold: float = 0.5
@@ -279,19 +432,37 @@ class GeminiCli(Strategy):
                  ) -> tuple[Message, ...]:
         """truncateHistoryToBudget: newest tool outputs first; once the budget is spent, older ones are cut.
 
-        With ``session``, estimates and output lengths are remembered per text and per message, a
-        message none of whose outputs exceed ``truncate_chars`` is passed over once the budget is
-        spent (cutting would leave it as it is), and a cut message that is its one result is counted
-        by parts (``cut_tokens``), its count handed to the counter so it is not tokenized whole.
         Same result as walking everything: SRC l.145-227 (once the counter is over the budget every
         older output takes the cut branch) and utils/fileUtils.ts l.704-709 @5411f113 (an output within
-        maxChars comes back as it is).
+        maxChars comes back as it is). See ``truncated`` for how it is computed.
         """
-        if self.function_response_budget is None:
-            return history
-        memo = session.state.setdefault("gemini_memo", ({}, {}, {})) if session is not None else ({}, {}, {})
-        estimates, longest, tails = memo
-        counter = session.meter.counter if session is not None else None
+        return self.truncated(history, call, session)[0]
+
+    def truncated(self, history: tuple[Message, ...], call: int, session: Session | None = None,
+                  tok: Callable[[Message], int] | None = None) -> tuple[tuple[Message, ...], int, int | None]:
+        """``truncate``, how many messages it changed and, given ``tok``, the sum of ``tok`` over the result
+        (None without ``tok`` or a budget: nothing is cut).
+
+        With ``session`` the walk is by difference from the previous call's result (``gemini_view``):
+        when ``history`` begins with it, only the newest messages are walked until the budget is spent,
+        and of the older ones only those holding an output longer than ``truncate_chars`` (kept as a
+        list of positions) are cut again; the others would come back as they are. The sum moves by
+        the new messages and the changed ones. Outputs are cut by ``Cuts`` (by difference from their
+        previous cut) and a cut message's count is handed to the counter so it is not tokenized whole.
+        """
+        budget, limit = self.function_response_budget, self.truncate_chars
+        if budget is None:
+            return history, 0, None
+        if session is not None:
+            estimates, longest, tails = session.state.setdefault("gemini_memo", ({}, {}, {}))
+            counter: TokenCounter | None = session.meter.counter
+            cuts = session.state.get("gemini_cuts")
+            if cuts is None or cuts.max_chars != limit or cuts.counter is not counter:
+                cuts = session.state["gemini_cuts"] = Cuts(counter, limit, tails)
+            view = session.state.get("gemini_view")
+        else:
+            estimates, longest, tails, counter, view = {}, {}, {}, None, None
+            cuts = Cuts(None, limit, tails)
 
         def estimate(text: str) -> int:
             hit = estimates.get(id(text))
@@ -299,57 +470,106 @@ class GeminiCli(Strategy):
                 hit = estimates[id(text)] = (text, estimate_tokens(text))
             return hit[1]
 
-        budget, limit = self.function_response_budget, self.truncate_chars
-        used = 0
-        out: list[Message] = []
-        for m in reversed(history):
+        def big(m: Message) -> bool:
+            hit = longest.get(id(m))
+            if hit is None or hit[0] is not m:
+                hit = longest[id(m)] = (m, max(len(r.content) for r in m.tool_results))
+            return hit[1] > limit
+
+        def cut(m: Message, blocks: list[Block], closed: dict[int, tuple[int, str] | None]) -> Message:
+            if not closed or blocks == list(m.blocks):
+                return m
+            new = _with_blocks(m, tuple(blocks))
+            if counter is not None and None not in closed.values():
+                counted = joined_tokens(counter.text, blocks, closed)  # type: ignore[arg-type]
+                if counted is not None:
+                    counter.adopt((new,), (counted + MESSAGE_OVERHEAD,))
+            return new
+
+        n = len(history)
+        key = (budget, limit, tok)
+        if view is not None and view[0] == key and len(view[1]) <= n and all(map(is_, history, view[1])):
+            n0, bigs, total, spent = len(view[1]), list(view[2]), view[3], view[4]
+        else:
+            n0, bigs, total, spent = 0, [], 0 if tok is not None else None, None
+        if total is not None:
+            total += sum(map(tok, history[n0:]))  # type: ignore[arg-type]
+        bigs.extend(i for i in range(n0, n) if history[i].tool_results and big(history[i]))
+        if spent is not None:  # every output fitted last time: do they all still fit?
+            spent += sum(cuts.estimate(r.content, estimate) for m in history[n0:] for r in m.tool_results)
+            if spent <= budget:  # every running sum is within the budget: nothing is cut
+                if session is not None:
+                    session.state["gemini_view"] = (key, history, bigs, total, spent)
+                return history, 0, total
+        out = list(history)
+        used, i = 0, n
+        while i and used <= budget:  # the newest outputs, until the budget is spent
+            i -= 1
+            m = history[i]
             if not m.tool_results:
-                out.append(m)
                 continue
-            if used > budget:  # every output from here on is cut: only those longer than the cut change
-                hit = longest.get(id(m))
-                if hit is None or hit[0] is not m:
-                    hit = longest[id(m)] = (m, max(len(r.content) for r in m.tool_results))
-                if hit[1] <= limit:
-                    out.append(m)
-                    continue
             blocks = list(m.blocks)
-            cuts: dict[int, tuple[str, ...]] = {}
+            closed: dict[int, tuple[int, str] | None] = {}
             for j in range(len(blocks) - 1, -1, -1):
                 b = blocks[j]
                 if not isinstance(b, ToolResult):
                     continue
-                tokens = estimate(b.content)
+                tokens = cuts.estimate(b.content, estimate)
                 if used + tokens > budget:
                     if len(b.content) <= limit:  # formatTruncatedToolOutput leaves it as it is
                         used += tokens
                         continue
-                    parts = cuts[j] = truncated_parts(b.content, f"tool-outputs/compression_{call}_{b.tool_use_id}.txt",
-                                                      limit)
-                    cut = "".join(parts)
-                    blocks[j] = replace(b, content=cut)
-                    used += estimate_tokens(cut)
+                    text, closed[j] = cuts.cut(b.content, b.tool_use_id, call)
+                    blocks[j] = _with_content(b, text)
+                    used += cuts.estimate(text, estimate_tokens)
                 else:
                     used += tokens
-            if cuts and blocks != list(m.blocks):
-                m = m.with_blocks(tuple(blocks))
-                counted = cut_tokens(counter, blocks, cuts, tails) if counter is not None else None
-                if counted is not None:
-                    counter.adopt((m,), (counted + MESSAGE_OVERHEAD,))
-            out.append(m)
-        return tuple(reversed(out))
+            out[i] = cut(m, blocks, closed)
+        kept = [x for x in bigs if x < i]
+        text_tokens = counter.text if counter is not None and cuts.counting else None
+        for x in kept:  # over the budget: every output longer than the cut is cut again
+            m = history[x]
+            if len(m.blocks) == 1 and text_tokens is not None:  # its one output (the common case, shorter)
+                b = m.blocks[0]
+                text, (closed_tokens, end) = cuts.cut(b.content, b.tool_use_id, call)  # type: ignore[misc]
+                if text != b.content:
+                    new = out[x] = _with_blocks(m, (_with_content(b, text),))
+                    counter.adopt((new,), (closed_tokens + text_tokens(end) + MESSAGE_OVERHEAD,))  # type: ignore[union-attr]
+                continue
+            blocks = list(m.blocks)
+            closed = {}
+            for j, b in enumerate(blocks):
+                if isinstance(b, ToolResult) and len(b.content) > limit:
+                    text, closed[j] = cuts.cut(b.content, b.tool_use_id, call)
+                    blocks[j] = _with_content(b, text)
+            out[x] = cut(m, blocks, closed)
+        changed = [x for x in kept if out[x] is not history[x]]
+        changed += [x for x in range(i, n) if out[x] is not history[x]]
+        if total is not None:
+            total += sum(tok(out[x]) - tok(history[x]) for x in changed)  # type: ignore[misc]
+        result = tuple(out)
+        if session is not None:
+            # a cut message is longer than the cut: it stays in the list
+            kept += [x for x in range(i, n)
+                     if out[x] is not history[x] or (history[x].tool_results and big(history[x]))]
+            spent = used if not i and used <= budget and not changed else None
+            session.state["gemini_view"] = (key, result, kept, total, spent)
+            cuts.keep([b.content for x in kept for b in out[x].blocks if isinstance(b, ToolResult)])
+        return result, len(changed), total
 
     def compress(self, ctx: Context, session: Session, original: int, limit: int) -> Outcome | None:
         """The history before this request is compressed; the request itself (this step's new
         messages, not yet in the chat when tryCompressChat runs) is sent after it unchanged."""
+        if self.function_response_budget is None and session.state.get("gemini_failed"):
+            return None  # truncation only, and nothing to truncate: the history as it is
         head = ctx.messages[:1] if ctx.system else ()
         step = last_assistant_index(ctx.messages) + 1
         history, pending = ctx.messages[len(head):step], ctx.messages[step:]
         if not history:
             return None
-        truncated = self.truncate(history, session.call_index, session)
+        truncated, changed, total = self.truncated(history, session.call_index, session, ctx.meter.truth)
         if session.state.get("gemini_failed"):  # after a refused compression: truncation only
-            if all(map(is_, truncated, history)) or sum(ctx.tok(m) for m in truncated) >= original:
+            if not changed or total >= original:
                 return None
             after = ctx.replace((*head, *truncated, *pending))
             return Outcome(after, (event("truncate", ctx, after, touched=len(history),

@@ -91,6 +91,17 @@ def test_a_call_then_an_empty_assistant_message_is_not_compressed_away_from_its_
     assert new[3:] == msgs[4:]
 
 
+def test_an_empty_user_message_between_a_call_and_its_results_is_no_split_point():
+    # the failing example the slow contract suite found: an empty user message (no content, or one
+    # empty text) after a call, its results next; split there, the results lose their call
+    call = Message("assistant", (ToolUse("c9", "read_file", {"path": "f9"}),))
+    result = Message("user", (ToolResult("c9", "z" * 50),))
+    for empty in (Message("user", ()), Message("user", (Text(""),))):
+        history = (user("task " * 400), *tool_round(0, 3000), *tool_round(1, 3000), call, empty, result)
+        assert split_point(history, 0.7) == 0  # before: the empty message, index 6
+        assert split_point((*history[:5], user("go on"), *history[5:]), 0.7) == 5  # a real turn still is
+
+
 def test_old_tool_outputs_over_the_budget_are_cut_newest_kept():
     history = (user("task"), *tool_round(0, 100_000), *tool_round(1, 100_000), *tool_round(2, 100_000))
     assert estimate_tokens("y" * 100_000) == 33_000
