@@ -4,7 +4,6 @@ cutting every old output anew and tokenizing it whole, over many calls, both enc
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 
 import pytest
 
@@ -14,7 +13,8 @@ from bench.session import Session
 from bench.summarizers import Summary, SummaryRequest
 from bench.tokens import TokenCounter, Tokenizer
 from strategies._tools import last_assistant_index
-from strategies.gemini_cli import Cuts, GeminiCli, estimate_tokens, pointer_lead, truncated_output
+from strategies.gemini_cli import Cuts, GeminiCli, pointer_lead, truncated_output
+from tests.strategies.test_gemini_cli import old_truncate
 from traces.model import Message, Text, ToolResult, ToolUse, Usage
 
 SONNET = profile("claude-sonnet-4-5")
@@ -74,30 +74,6 @@ def test_an_output_cut_again_and_again_has_the_text_and_count_of_a_fresh_cut(enc
                 if rng.random() < 0.1:  # sometimes a text that is not our cut: counted from scratch
                     got = got[:-1] + "z"
                 text = got
-
-
-def old_truncate(s: GeminiCli, history: tuple[Message, ...], call: int) -> tuple[Message, ...]:
-    """The original truncateHistoryToBudget walk: every message, every output, on every call."""
-    used, out = 0, []
-    for m in reversed(history):
-        if not m.tool_results:
-            out.append(m)
-            continue
-        blocks = list(m.blocks)
-        for j in range(len(blocks) - 1, -1, -1):
-            b = blocks[j]
-            if not isinstance(b, ToolResult):
-                continue
-            tokens = estimate_tokens(b.content)
-            if used + tokens > s.function_response_budget:
-                cut = truncated_output(b.content, f"tool-outputs/compression_{call}_{b.tool_use_id}.txt",
-                                       s.truncate_chars)
-                blocks[j] = replace(b, content=cut)
-                used += estimate_tokens(cut)
-            else:
-                used += tokens
-        out.append(m.with_blocks(tuple(blocks)) if blocks != list(m.blocks) else m)
-    return tuple(reversed(out))
 
 
 def trace(seed: int, rounds: int) -> list[Message]:
