@@ -51,6 +51,9 @@ class _State:
     open: dict[str, int] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
+    def copy(self) -> _State:
+        return _State(set(self.uses), dict(self.open), list(self.problems))
+
 
 @dataclass
 class RequestCheck:
@@ -60,6 +63,9 @@ class RequestCheck:
     _state: _State = field(default_factory=_State)
     _shapes: dict[int, tuple[Message, tuple]] = field(default_factory=dict)
     """id → (message, ``_shape``): a message is read once however often a request is rescanned."""
+    _mark: tuple[int, _State] | None = None
+    """(position, the scan's state before it) where the last request that changed its prefix parted
+    from the one before: the next such request resumes there when it parts no earlier."""
 
     def shape(self, m: Message) -> tuple:
         hit = self._shapes.get(id(m))
@@ -71,17 +77,24 @@ class RequestCheck:
         """Each thing the API would reject, in order: orphan results, duplicate ids, empty
         messages, then calls still without a result."""
         msgs = tuple(messages)
-        k = len(self._prefix)
-        shape = self.shape
-        if k and len(msgs) >= k and all(shape(self._prefix[i]) == shape(msgs[i])
-                                        for i in differences(self._prefix, msgs, k)):
-            # the same messages, or ones rewritten with the same blocks' ids and roles (a masked
-            # output, a cleared result): the prefix's problems are the same
-            state = self._state
+        prefix, shape = self._prefix, self.shape
+        k = len(prefix)
+        n = min(k, len(msgs))
+        # the first position whose shape changed: messages rewritten with the same blocks' ids and
+        # roles (a masked output, a cleared result) leave the problems before them as they were
+        d = next((i for i in differences(prefix, msgs, n) if shape(prefix[i]) != shape(msgs[i])), n)
+        if d == k:  # the previous request, then more
+            state, start = self._state, k
+        elif self._mark is not None and self._mark[0] <= d:  # resume where an earlier request parted
+            start, state = self._mark  # taken over: a new mark (a copy) is always set at d below
         else:
-            state, k = _State(), 0
-        for i in range(k, len(msgs)):
+            state, start = _State(), 0
+        for i in range(start, len(msgs)):
+            if i == d < k:  # remember the state here: a view that moves (masking) parts about here next time
+                self._mark = (i, state.copy())
             _scan(shape(msgs[i]), i, state)
+        if d == len(msgs) < k:  # a request cut short: the state at its end is the mark itself
+            self._mark = (d, state.copy())
         self._prefix, self._state = msgs, state
         unanswered = [Problem(i, "unanswered_call", uid) for uid, i in state.open.items()]
         return (*state.problems, *unanswered)

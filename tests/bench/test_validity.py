@@ -86,3 +86,45 @@ def test_the_incremental_check_equals_checking_from_scratch_over_random_rewrites
             elif len(request) > 2:  # a shorter request
                 del request[rng.randrange(2, len(request)):]
             assert check.problems(request) == problems(request), (trial, request)
+
+
+def test_the_incremental_check_finds_what_a_check_from_scratch_finds():
+    # Random request streams: growth, outputs rewritten in place (same shape), a call dropped or a
+    # message put back in the middle (a moving mask), cuts, empty messages, reused ids and orphan
+    # results. The incremental check (previous state, or the state where an earlier request parted)
+    # must give exactly the problems of a check from scratch, every time.
+    import random
+
+    rng = random.Random(4)
+    resumed = 0
+    for _ in range(150):
+        check = RequestCheck()
+        history: list[Message] = [Message.text_message("system", "s")]
+        request = list(history)
+        for step in range(40):
+            uid = f"u{rng.randint(0, 3 * step + 3)}"  # sometimes an id used before
+            roll = rng.random()
+            if roll < 0.4:
+                new = [call(uid), result(uid)] if rng.random() < 0.8 else [result(uid)]
+                history += new
+                request += new
+            elif roll < 0.55 and len(request) > 2:  # rewrite in place: same blocks' ids
+                i = rng.randrange(1, len(request))
+                m = request[i]
+                request[i] = Message(m.role, tuple(ToolResult(b.tool_use_id, "[masked]") if isinstance(b, ToolResult)
+                                                   else b for b in m.blocks))
+            elif roll < 0.7 and len(request) > 3:  # drop one message near the end (a moving window)
+                del request[rng.randrange(max(1, len(request) - 8), len(request))]
+            elif roll < 0.8 and history:  # put a recorded message back
+                request.insert(rng.randrange(1, len(request) + 1), rng.choice(history))
+            elif roll < 0.88:
+                request = request[: rng.randint(1, len(request))]
+            elif roll < 0.94:
+                request.insert(rng.randrange(1, len(request) + 1), Message("user", rng.choice(((), (Text(""),)))))
+            else:
+                request = list(history)
+            before = check._mark
+            got = check.problems(tuple(request))
+            resumed += before is not None and check._mark is before and check._prefix is not None
+            assert got == problems(tuple(request)), (step, [str(p) for p in got])
+    assert resumed > 100
