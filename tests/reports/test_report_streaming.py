@@ -17,10 +17,25 @@ import pytest
 
 import reports
 from bench import store
-from reports import batches, callstats, scoring
+from reports import batches, callstats, compactions, eventstats, probestats, scoring, summarystats
+from reports.scoring import CLASSES, FALSE_POSITIVE
 from tests.reports.test_report import PNGS, write_fixture_run
 
 WINDOW = 200_000
+
+
+def counted_batches(module, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Patch ``module.batches`` to pass its batches through and record each one's length."""
+    seen: list[int] = []
+    real = module.batches
+
+    def spy(*args, **kwargs):
+        for b in real(*args, **kwargs):
+            seen.append(len(b))
+            yield b
+
+    monkeypatch.setattr(module, "batches", spy)
+    return seen
 
 
 def _reference_call_stats(calls: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -112,15 +127,7 @@ def test_streamed_aggregates_equal_the_whole_frame(tmp_path: Path, monkeypatch: 
         run_dir = as_parquet_run(tmp_path / "run", calls)
         assert len(list((run_dir / "data" / "calls").glob("part-*.parquet"))) > 3
     monkeypatch.setattr(batches, "BATCH_ROWS", batch)
-    seen: list[int] = []
-    real = callstats.batches
-
-    def spy(*args, **kwargs):
-        for b in real(*args, **kwargs):
-            seen.append(len(b))
-            yield b
-
-    monkeypatch.setattr(callstats, "batches", spy)
+    seen = counted_batches(callstats, monkeypatch)
     stats = callstats.read(run_dir, WINDOW)
     assert seen and max(seen) <= batch
     events = pd.DataFrame([{"trace": "t0", "strategy": "a", "call": 3, "hook": "before_call", "kind": "summarize",
@@ -159,14 +166,6 @@ def test_report_reads_calls_in_batches_and_draws_the_same_figures(tmp_path: Path
     reference = _render(write_fixture_run(tmp_path / "whole" / "fixture"))
     run_dir = write_fixture_run(tmp_path / "batched" / "fixture")
     as_parquet_run(run_dir, pd.read_csv(run_dir / "calls.csv"), tasks_per_part=2)
-    seen: list[int] = []
-    real = callstats.batches
-
-    def spy(*args, **kwargs):
-        for b in real(*args, **kwargs):
-            seen.append(len(b))
-            yield b
-
     def whole(run_dir: Path, table: str) -> pd.DataFrame:
         assert table != "calls", "the report loaded every call row at once"
         return real_load(run_dir, table)
@@ -174,7 +173,7 @@ def test_report_reads_calls_in_batches_and_draws_the_same_figures(tmp_path: Path
     real_load = store.load_table
     monkeypatch.setattr(store, "load_table", whole)
     monkeypatch.setattr(batches, "BATCH_ROWS", 3)
-    monkeypatch.setattr(callstats, "batches", spy)
+    seen = counted_batches(callstats, monkeypatch)
     page, pngs = _render(run_dir)
     assert seen and max(seen) <= 3 and sum(seen) >= 16  # every one of the fixture's 16 calls, 3 at a time
     assert pngs == reference[1]
@@ -185,8 +184,6 @@ def test_report_reads_calls_in_batches_and_draws_the_same_figures(tmp_path: Path
 
 # -- events, summaries and probes (issue 13: the report streams them too) -------------------------
 
-from reports import compactions, eventstats, probestats, summarystats  # noqa: E402
-from reports.scoring import CLASSES, FALSE_POSITIVE  # noqa: E402
 
 STREAMED = ("calls", "events", "summaries", "probes")
 
@@ -362,21 +359,13 @@ def test_report_streams_events_summaries_and_probes(tmp_path: Path, monkeypatch:
     ref_pages = _pages(tmp_path / "fixture")
     run_dir = fixture_in_store(write_fixture_run(tmp_path / "store" / "fixture"))
     assert len(list((run_dir / "data" / "probes").glob("part-*.parquet"))) >= 2
-    seen: list[int] = []
-    real = batches.batches
-
-    def spy(*args, **kwargs):
-        for b in real(*args, **kwargs):
-            seen.append(len(b))
-            yield b
-
     def whole(run_dir: Path, table: str) -> pd.DataFrame:
         raise AssertionError(f"the report loaded the whole {table} table")
 
     real_load = store.load_table
     monkeypatch.setattr(store, "load_table", lambda d, t: whole(d, t) if t in STREAMED else real_load(d, t))
     monkeypatch.setattr(batches, "BATCH_ROWS", 2)
-    monkeypatch.setattr(batches, "batches", spy)
+    seen = counted_batches(batches, monkeypatch)
     page, pngs = _render(run_dir)
     assert seen and max(seen) <= 2
     assert pngs == reference[1]
