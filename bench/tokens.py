@@ -217,8 +217,10 @@ class TokenCounter:
         self._truth: dict[int, tuple[Message, int]] = {}
         self._est: dict[tuple[str, int], tuple[Message, int]] = {}
         self._by_text: dict[str, int] = {}
-        self._parts: dict[str, int] | None = (
-            {} if type(self.tokenizer) is Tokenizer and self.tokenizer.name in SPLIT_ENCODINGS else None)
+        self.splits = type(self.tokenizer) is Tokenizer and self.tokenizer.name in SPLIT_ENCODINGS
+        """Whether a text's count is the sum of its ``safe_split`` parts' counts for this tokenizer (a
+        subclass may count otherwise)."""
+        self._parts: dict[str, int] | None = {} if self.splits else None
         """Counts of the ``safe_split`` parts of long texts (None: the tokenizer has no such parts)."""
         self.tokenized = 0
         self._attributions: dict[str, Any] = {}

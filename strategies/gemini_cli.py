@@ -19,7 +19,7 @@ from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
-from bench.tokens import MESSAGE_OVERHEAD, SPLIT_ENCODINGS, TokenCounter, Tokenizer, safe_split
+from bench.tokens import MESSAGE_OVERHEAD, TokenCounter, safe_split
 from strategies._tools import last_assistant_index, text_assistant, text_user
 from strategies.base import Event, Outcome, Strategy, event
 from traces.model import Block, Message, Text, ToolResult, ToolUse
@@ -131,9 +131,8 @@ def cut_tokens(counter: TokenCounter, blocks: list[Block], cuts: dict[int, tuple
 
 
 def splits(counter: TokenCounter | None) -> bool:
-    """Whether ``safe_split`` holds for this counter's tokenizer."""
-    tokenizer = counter.tokenizer if counter is not None else None
-    return isinstance(tokenizer, Tokenizer) and tokenizer.name in SPLIT_ENCODINGS
+    """Whether ``safe_split`` holds for this counter's tokenizer (``TokenCounter.splits``)."""
+    return counter is not None and counter.splits
 
 
 def tail_lines(tail: str, tails: dict[str, tuple[str, int, str | None]], text: Callable[[str], int]
