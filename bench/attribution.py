@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bench.prefix import first_difference
+from bench.prefix import extend, first_difference, grew_from
 from traces.model import Message, Thinking, Trace
 
 if TYPE_CHECKING:
@@ -304,6 +304,8 @@ class ProviderView:
         self.counter = counter
         self.attribution: Attribution | None = counter.attribution(trace.id)
         self._heads: dict[int, Message] = {}
+        self._last_request: tuple[Message | None, tuple[Message, ...], tuple[Message, ...]] = (None, (), ())
+        """(head, messages, the request sent for them) of the last agent request."""
         drop = ReasoningDrop(trace, self.attribution, counter) if self.attribution else None
         self._drop = drop if drop else None
 
@@ -321,6 +323,17 @@ class ProviderView:
             self._heads[overhead] = m
         return m
 
+    def _with_head(self, head: Message, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        """``(head, *messages)``, grown from the last such request when ``messages`` grew from its
+        messages (the prompt cache then compares nothing it already saw)."""
+        last_head, last, last_request = self._last_request
+        if head is last_head and grew_from(messages, last):
+            request = extend(last_request, messages[len(last):]) if len(messages) > len(last) else last_request
+        else:
+            request = (head, *messages)
+        self._last_request = (head, messages, request)
+        return request
+
     def dropped(self, messages: tuple[Message, ...], call: int) -> int:
         """Tokens of these messages the provider no longer counts at this call (old reasoning)."""
         return self._drop(messages, call) if self._drop is not None else 0
@@ -334,7 +347,8 @@ class ProviderView:
         from bench.pricing import CacheSplit
 
         head = self.head(overhead)
-        split = cache.request((head, *messages) if head is not None else messages, self.counter.truth, now)
+        split = cache.request(self._with_head(head, messages) if head is not None else messages,
+                              self.counter.truth, now)
         dropped = self._drop(messages, call) if self._drop is not None else 0
         if not dropped:
             return split

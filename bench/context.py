@@ -12,6 +12,7 @@ from functools import partial
 from itertools import compress
 from operator import is_not
 
+from bench.prefix import extend
 from bench.tokens import TokenCounter
 from traces.model import Message
 
@@ -61,7 +62,7 @@ class Context:
 
     def append(self, *msgs: Message) -> Context:
         meter = self.meter
-        return Context(self.messages + msgs, self.estimate + sum(map(meter._est, msgs)),
+        return Context(extend(self.messages, msgs), self.estimate + sum(map(meter._est, msgs)),
                        self.truth + sum(map(meter._tok, msgs)), meter)
 
     def with_meter(self, meter: Meter) -> Context:

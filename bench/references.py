@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bench.prefix import first_difference
+from bench.prefix import first_difference, grew_from
 from bench.tokens import render
 from traces.model import Message, ToolUse, Trace
 
@@ -151,6 +151,8 @@ class _Carriers:
     """A carrier that was in view at the last check (None: none was)."""
     entered: int = 0
     """How much of ``ReferenceCheck._entered`` the last check had seen, in ``epoch``."""
+    written: int = 0
+    """How much of ``ReferenceCheck._entered_written`` the last check had seen, in ``epoch``."""
     epoch: int = -1
 
 
@@ -184,6 +186,8 @@ class ReferenceCheck:
         """id → how many times ``_view`` holds that object: updated by the difference, not rebuilt."""
         self._entered: list[Message] = []
         """Messages that came into the view, in order, since ``_epoch`` began."""
+        self._entered_written: list[Message] = []
+        """Those of them the strategy wrote: the only ones a check searches as text."""
         self._epoch = 0
         self._carriers: dict[str, _Carriers] = {}
 
@@ -201,9 +205,11 @@ class ReferenceCheck:
         came = sent[k:]
         for m in came:
             counts[id(m)] = counts.get(id(m), 0) + 1
-        self._view = view[:k] + came if k else came
+        # the objects sent, when they are known to be the view's and more (the next call then finds
+        # its own request grown from this one); else the view's objects, value-equal to them
+        self._view = sent if grew_from(sent, view) else view[:k] + came if k else came
         if len(self._entered) + len(came) > 2 * len(sent) + self.LOG_SLACK:  # bounded: older checks look again
-            self._entered, self._epoch = [], self._epoch + 1
+            self._entered, self._entered_written, self._epoch = [], [], self._epoch + 1
         self._entered.extend(came)
         return list(came)
 
@@ -219,21 +225,26 @@ class ReferenceCheck:
         new = [history[i] for i in found[st.n_found:]]
         st.n_found = len(found)
         full = st.epoch != self._epoch  # first check, or the log of what entered was cut
-        for m in (self._view if full else self._entered[st.entered:]):  # written, in view, not yet searched
-            hit = written.get(id(m))
-            if hit is not None and id(m) in in_view and id(m) not in st.ids and ref in hit[1]:
-                new.append(m)
+        if full:  # every written message held is in view (each leaves ``_written`` with the view)
+            new += [m for m, text in written.values() if id(m) not in st.ids and ref in text]
+        else:  # written, came into view since the last check, not yet searched
+            for m in self._entered_written[st.written:]:
+                hit = written.get(id(m))
+                if hit is not None and id(m) in in_view and id(m) not in st.ids and ref in hit[1]:
+                    new.append(m)
         st.objs += new
         st.ids.update(map(id, new))
         if st.witness is not None and id(st.witness) in in_view:
             pass
         elif st.witness is not None or full:  # look through them all, newest first
             st.witness = next((m for m in reversed(st.objs) if id(m) in in_view), None)
-        else:  # none was in view: only a new carrier, or one that came into the view since, can be
-            ids = st.ids
+        elif len(self._entered) - st.entered < len(st.objs):  # none was: only a new carrier, or one
+            ids = st.ids                                        # that came into the view since, can be
             st.witness = next((m for m in new if id(m) in in_view), None) or next(
                 (m for m in self._entered[st.entered:] if id(m) in ids and id(m) in in_view), None)
-        st.entered, st.epoch = len(self._entered), self._epoch
+        else:  # fewer carriers than messages came in since: look through the carriers instead
+            st.witness = next((m for m in reversed(st.objs) if id(m) in in_view), None)
+        st.entered, st.written, st.epoch = len(self._entered), len(self._entered_written), self._epoch
         return st.witness is None
 
     def unseen(self, history: Sequence[Message], sent: Sequence[Message], answer: Message) -> int:
@@ -253,4 +264,5 @@ class ReferenceCheck:
         for m in came:
             if id(m) not in recorded and id(m) not in written:
                 written[id(m)] = (m, render(m))
+                self._entered_written.append(m)
         return sum(1 for refs in uses if any(self._lost(ref, history, upto) for ref in refs))

@@ -1,10 +1,20 @@
-"""bench.prefix: the block-wise prefix comparison equals the position-by-position definition."""
+"""bench.prefix: the block-wise prefix comparison equals the position-by-position definition, and
+tuples grown by ``extend`` are recognised without a comparison."""
 
 from __future__ import annotations
 
 import random
 
-from bench.prefix import BLOCK, differences, first_difference
+from bench.prefix import (
+    BLOCK,
+    LINEAGE_DEPTH,
+    LINEAGE_KEEP,
+    _grown_from,
+    differences,
+    extend,
+    first_difference,
+    grew_from,
+)
 
 
 class Counted:
@@ -57,3 +67,42 @@ def test_a_prefix_and_empty_tuples() -> None:
     assert first_difference((1, 2), (1, 2, 3)) == 2
     assert first_difference((1, 2, 3), (1, 2)) == 2
     assert list(differences((1, 2, 3), (1, 9, 3, 4), 3)) == [1]
+
+
+def test_a_tuple_grown_by_extend_is_known_to_start_with_its_ancestors_without_a_comparison() -> None:
+    shared = [Counted(i) for i in range(3 * BLOCK)]
+    root = tuple(shared[:BLOCK])
+    a = extend(root, tuple(shared[BLOCK:BLOCK + 3]))
+    b = extend(extend(a, (shared[BLOCK + 3],)), tuple(shared[BLOCK + 4:2 * BLOCK]))
+    assert grew_from(b, a) and grew_from(b, root) and grew_from(a, root) and grew_from(a, a)
+    assert not grew_from(a, b) and not grew_from(root, a)
+    copy = tuple(shared[:BLOCK + 3])  # equal to a, elementwise the same objects, but not known to be
+    assert not grew_from(b, copy)
+    Counted.calls = 0
+    assert first_difference(a, b) == first_difference(b, a) == len(a)
+    assert first_difference(root, b, 0, 10) == 10
+    assert first_difference(copy, b) == len(copy)  # compared: identity shortcut, still right
+    assert Counted.calls == 0
+
+
+def test_a_branch_is_not_an_ancestor_and_a_difference_is_still_found() -> None:
+    root = tuple(range(10))
+    left, right = extend(root, (1, 2)), extend(root, (1, 3))
+    assert not grew_from(left, right) and not grew_from(right, left)
+    assert first_difference(left, right) == 11
+    longer = extend(left, (4,))
+    assert first_difference(right, longer) == 11 and first_difference(longer, right) == 11
+
+
+def test_what_extend_remembers_is_bounded_and_forgetting_only_costs_a_comparison() -> None:
+    root = (0,) * 5
+    first = extend(root, (1,))
+    for i in range(LINEAGE_KEEP + 5):  # pushes ``first`` out of what is remembered
+        extend((i,), (i,))
+    assert len(_grown_from) <= LINEAGE_KEEP
+    assert not grew_from(first, root)
+    assert first_difference(root, first) == 5
+    chain = root
+    for i in range(LINEAGE_DEPTH + 2):  # more appends than a walk back looks through
+        chain = extend(chain, (i,))
+    assert not grew_from(chain, root) and first_difference(root, chain) == 5
