@@ -6,13 +6,13 @@ threshold in O(1) on every call; only a rewrite (which touches many messages any
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress
 from operator import is_not
 
-from bench.prefix import extend
+from bench.prefix import derived, extend
 from bench.tokens import TokenCounter
 from traces.model import Message
 
@@ -84,8 +84,10 @@ class Context:
         else:  # fewer messages: count what lies between the common head and the common tail
             n = len(new)
             head = next(compress(range(n), map(is_not, old, new)), n)
+            changed = [head]
             tail = next(compress(range(n - head), map(is_not, reversed(old), reversed(new))), n - head)
             gone, came = old[head:len(old) - tail], new[head:n - tail]
+        derived(new, old, changed[0] if changed else len(old))  # what came before stays known
         if len(gone) + len(came) > len(new):
             return self.meter.context(new)
         est, tok = self.meter._est, self.meter._tok
@@ -95,6 +97,29 @@ class Context:
             self.truth + sum(map(tok, came)) - sum(map(tok, gone)),
             self.meter,
         )
+
+    def patch(self, changes: Mapping[int, Message], added: tuple[Message, ...] = ()) -> Context:
+        """These messages with ``changes`` (position → message) put in place and ``added`` appended.
+
+        For a view that rewrites a few known positions each call (masking): the totals move by the
+        changed messages only, with no pass over the others to find what changed (``replace``).
+        Without changes it is an ``append`` (so the result is known to grow from these messages).
+        """
+        changes = {i: m for i, m in changes.items() if self.messages[i] is not m}
+        if not changes:
+            return self.append(*added) if added else self
+        msgs = list(self.messages)
+        est, tok = self.meter._est, self.meter._tok
+        estimate, truth = self.estimate, self.truth
+        for i, m in changes.items():
+            old = msgs[i]
+            estimate += est(m) - est(old)
+            truth += tok(m) - tok(old)
+            msgs[i] = m
+        msgs += added
+        new = tuple(msgs)
+        derived(new, self.messages, min(changes))
+        return Context(new, estimate + sum(map(est, added)), truth + sum(map(tok, added)), self.meter)
 
     def est(self, m: Message) -> int:
         return self.meter._est(m)

@@ -7,64 +7,78 @@ per element; only a block that differs is looked at position by position. A per-
 (or ``map``) pass cost 10–40 ns a message per call, which made a 3M-token replay quadratic.
 
 Even at memory speed a comparison is the whole history per call. Most requests only grew from the
-one before (the replay appends the step's messages and the strategy sends them as they are), so
-tuples built by ``extend`` remember what they extend: a comparison of a tuple with one it was grown
-from, a few appends back, is answered without looking at the messages.
+one before (the replay appends the step's messages and the strategy sends them as they are), or
+differ from it after a position the strategy knows (a view that masks one more output), so tuples
+built by ``extend``, ``Context.patch`` and ``Context.replace`` remember what they were derived from
+and how far they hold its objects: a comparison with a tuple a few derivations back starts there.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
 BLOCK = 256
 LINEAGE_KEEP = 64
-"""Tuples ``extend`` remembers (each with the one it extends): a few calls' worth of appends."""
+"""Derived tuples remembered (each with its parent): a few calls' worth of appends and views."""
 LINEAGE_DEPTH = 32
-"""Appends walked back to find an ancestor: more messages than one step adds."""
+"""Derivations walked back to find an ancestor: more messages than one step adds."""
 
-_grown_from: dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
-"""id(child) → (child, parent), oldest first: both held, so an id cannot be reused while listed."""
+_derived: OrderedDict[int, tuple[tuple[Any, ...], tuple[Any, ...], int]] = OrderedDict()
+"""id(child) → (child, parent, how many leading positions of child hold parent's objects), oldest
+first; both tuples held, so an id cannot be reused while listed."""
+
+
+def derived(child: tuple[Any, ...], parent: tuple[Any, ...], same: int) -> None:
+    """Remember that ``child[:same]`` holds the objects of ``parent[:same]``."""
+    if same and child is not parent:
+        _derived[id(child)] = (child, parent, same)
+        while len(_derived) > LINEAGE_KEEP:
+            _derived.popitem(last=False)
 
 
 def extend(parent: tuple[Any, ...], added: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``parent + added``, remembered as grown from ``parent`` (so ``first_difference`` of the two, or
-    of the result's later extensions and ``parent``, needs no comparison)."""
+    """``parent + added``, remembered as grown from ``parent``."""
     child = parent + added
-    if parent and added:
-        _grown_from[id(child)] = (child, parent)
-        while len(_grown_from) > LINEAGE_KEEP:
-            _grown_from.pop(next(iter(_grown_from)), None)
+    if added:
+        derived(child, parent, len(parent))
     return child
 
 
-def grew_from(child: tuple[Any, ...], parent: tuple[Any, ...]) -> bool:
-    """Is ``parent`` known to be a prefix of ``child`` (the same objects), by what ``extend`` remembers?"""
-    if child is parent:
-        return True
-    if len(child) <= len(parent):
-        return False
-    node = child
+def shared_head(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:
+    """How many leading positions ``a`` and ``b`` are known to hold the same objects, by what was
+    derived from what (0: not known, which says nothing about their values)."""
+    if a is b:
+        return len(a)
+    return _walk(b, a) or _walk(a, b)
+
+
+def _walk(child: tuple[Any, ...], ancestor: tuple[Any, ...]) -> int:
+    node, same = child, len(child)
     for _ in range(LINEAGE_DEPTH):
-        hit = _grown_from.get(id(node))
+        hit = _derived.get(id(node))
         if hit is None or hit[0] is not node:
-            return False
-        node = hit[1]
-        if node is parent:
-            return True
-        if len(node) <= len(parent):
-            return False
-    return False
+            return 0
+        node, same = hit[1], min(same, hit[2])
+        if node is ancestor:
+            return same
+    return 0
+
+
+def grew_from(child: tuple[Any, ...], parent: tuple[Any, ...]) -> bool:
+    """Is ``parent`` known to be a prefix of ``child`` (the same objects)?"""
+    return len(child) >= len(parent) and shared_head(child, parent) >= len(parent)
 
 
 def first_difference(a: tuple[Any, ...], b: tuple[Any, ...], start: int = 0, stop: int | None = None) -> int:
     """The first position in [``start``, ``stop``) where ``a`` and ``b`` hold unequal values (``==``,
     true of the same object); ``stop`` (default: the shorter length) when there is none."""
     n = min(len(a), len(b)) if stop is None else stop
-    if start == 0 and (grew_from(b, a) or grew_from(a, b)):  # one was grown from the other
-        return n
-    if start == 0 and a[:n] == b[:n]:  # the usual case: one C loop (a whole-tuple slice is no copy)
-        return n
+    if start == 0:
+        start = min(shared_head(a, b), n)  # known to be the same objects so far
+        if start == n or (not start and a[:n] == b[:n]):  # else one C loop (a whole-tuple slice is no copy)
+            return n
     i = start
     while i < n:
         j = min(i + BLOCK, n)

@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bench.prefix import first_difference, grew_from
+from bench.prefix import first_difference, shared_head
 from bench.tokens import render
 from traces.model import Message, ToolUse, Trace
 
@@ -179,6 +179,8 @@ class ReferenceCheck:
         self._recorded: set[int] = set()
         self._seen = 0
         self._written: dict[int, tuple[Message, str]] = {}
+        self._by_text: dict[str, dict[int, Message]] = {}
+        """The same messages by text: a placeholder repeated across the view is searched once."""
         """id → a message the strategy wrote that is in the view (held) and its text."""
         self._view: tuple[Message, ...] = ()
         """What was sent at the last call with references (value-equal to it, these objects held)."""
@@ -201,13 +203,18 @@ class ReferenceCheck:
                 counts[id(m)] = n
             else:
                 del counts[id(m)]
-                self._written.pop(id(m), None)  # searched only while in view: not kept once gone
+                gone = self._written.pop(id(m), None)  # searched only while in view: not kept once gone
+                if gone is not None:
+                    group = self._by_text[gone[1]]
+                    del group[id(m)]
+                    if not group:
+                        del self._by_text[gone[1]]
         came = sent[k:]
         for m in came:
             counts[id(m)] = counts.get(id(m), 0) + 1
-        # the objects sent, when they are known to be the view's and more (the next call then finds
-        # its own request grown from this one); else the view's objects, value-equal to them
-        self._view = sent if grew_from(sent, view) else view[:k] + came if k else came
+        # the objects sent, when those before k are known to be the view's (the next call then finds
+        # its request derived from this one); else the view's objects, value-equal to them, then came
+        self._view = sent if shared_head(view, sent) >= k else view[:k] + came if k else came
         if len(self._entered) + len(came) > 2 * len(sent) + self.LOG_SLACK:  # bounded: older checks look again
             self._entered, self._entered_written, self._epoch = [], [], self._epoch + 1
         self._entered.extend(came)
@@ -226,7 +233,10 @@ class ReferenceCheck:
         st.n_found = len(found)
         full = st.epoch != self._epoch  # first check, or the log of what entered was cut
         if full:  # every written message held is in view (each leaves ``_written`` with the view)
-            new += [m for m, text in written.values() if id(m) not in st.ids and ref in text]
+            ids = st.ids
+            for text, group in self._by_text.items():
+                if ref in text:
+                    new += [m for i, m in group.items() if i not in ids]
         else:  # written, came into view since the last check, not yet searched
             for m in self._entered_written[st.written:]:
                 hit = written.get(id(m))
@@ -263,6 +273,8 @@ class ReferenceCheck:
         recorded, written = self._recorded, self._written
         for m in came:
             if id(m) not in recorded and id(m) not in written:
-                written[id(m)] = (m, render(m))
+                text = render(m)
+                written[id(m)] = (m, text)
+                self._by_text.setdefault(text, {})[id(m)] = m
                 self._entered_written.append(m)
         return sum(1 for refs in uses if any(self._lost(ref, history, upto) for ref in refs))

@@ -13,6 +13,7 @@ from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
+from bench.prefix import grew_from
 from strategies._tools import rewrite_results
 from strategies.base import Outcome, Strategy, event
 from traces.model import Message, ToolResult
@@ -90,22 +91,27 @@ class LastNObservations(Strategy):
         last_removed = max(0, (len(obs) // self.polling) * self.polling - self.n)
         newly = [i for i in obs[max(1, view.removed):last_removed] if i is not None]
         ids = view.ids | frozenset(newly)
-        touched = {k for i in newly for k in view.where[i]} | set(range(len(view.messages), len(msgs)))
-        out = [*view.sent.messages, *msgs[len(view.messages):]]
+        n_old = len(view.messages)
+        touched = {k for i in newly for k in view.where[i]} | set(range(n_old, len(msgs)))
+        changes: dict[int, Message] = {}  # positions of the previous view that change
+        added = list(msgs[n_old:])
         memo: dict[int, tuple[Message, frozenset[str], Message]] = session.state.setdefault("elided", {})
         for k in touched:
             m = msgs[k]
             mine = frozenset(r.tool_use_id for r in m.tool_results if r.tool_use_id in ids)
-            if not mine:
-                out[k] = m
-                continue
-            cached = memo.get(id(m))
-            if cached is None or cached[0] is not m or cached[1] != mine:
-                masked = rewrite_results(m, lambda r, mine=mine: elided(r.content) if r.tool_use_id in mine else None)
-                cached = (m, mine, masked)
-                memo[id(m)] = cached
-            out[k] = cached[2]
-        sent = view.sent.replace(out) if ids else ctx
+            if mine:
+                cached = memo.get(id(m))
+                if cached is None or cached[0] is not m or cached[1] != mine:
+                    masked = rewrite_results(m, lambda r, mine=mine: elided(r.content) if r.tool_use_id in mine
+                                             else None)
+                    cached = (m, mine, masked)
+                    memo[id(m)] = cached
+                m = cached[2]
+            if k < n_old:
+                changes[k] = m
+            else:
+                added[k - n_old] = m
+        sent = view.sent.patch(changes, tuple(added)) if ids else ctx
         session.state["last_n_view"] = _View(msgs, obs, view.where, max(view.removed, last_removed), ids, sent,
                                              view.fixed)
         return sent, ids
@@ -157,4 +163,5 @@ class _View:
 
     def follows(self, messages: tuple[Message, ...]) -> bool:
         """Is ``messages`` this view's history with messages appended (and observation 0 settled)?"""
-        return self.fixed and len(messages) >= len(self.messages) and all(map(is_, self.messages, messages))
+        return self.fixed and (grew_from(messages, self.messages) or (
+            len(messages) >= len(self.messages) and all(map(is_, self.messages, messages))))

@@ -9,7 +9,7 @@ from bench.prefix import (
     BLOCK,
     LINEAGE_DEPTH,
     LINEAGE_KEEP,
-    _grown_from,
+    _derived,
     differences,
     extend,
     first_difference,
@@ -99,7 +99,7 @@ def test_what_extend_remembers_is_bounded_and_forgetting_only_costs_a_comparison
     first = extend(root, (1,))
     for i in range(LINEAGE_KEEP + 5):  # pushes ``first`` out of what is remembered
         extend((i,), (i,))
-    assert len(_grown_from) <= LINEAGE_KEEP
+    assert len(_derived) <= LINEAGE_KEEP
     assert not grew_from(first, root)
     assert first_difference(root, first) == 5
     chain = root

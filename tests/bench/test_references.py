@@ -9,6 +9,7 @@ import pandas as pd
 
 import strategies
 from bench.metrics import results_table
+from bench.prefix import derived
 from bench.pricing import profile
 from bench.references import RecordedIndex, ReferenceCheck, references
 from bench.replay import ReplayConfig, replay
@@ -154,6 +155,7 @@ def test_the_incremental_check_counts_what_a_from_scratch_check_counts():
             check.LOG_SLACK = -40  # the log of entries is cut often: checks start over from the view
         history: list[Message] = [Message.text_message("user", "start")]
         view: list[Message] = list(history)
+        last: tuple[Message, ...] = ()
         for call in range(60):
             answer = Message("assistant", tuple(ToolUse(f"u{call}_{j}", "read_file", {"path": rng.choice(paths)})
                                                 for j in range(rng.randint(0, 2))))
@@ -169,6 +171,11 @@ def test_the_incremental_check_counts_what_a_from_scratch_check_counts():
             elif roll < 0.35 and history:  # restore a recorded message
                 view.insert(rng.randrange(len(view) + 1), rng.choice(history))
             sent = tuple(view)
+            if session % 4 >= 2:  # say how far it holds the last request's objects, as Context does
+                pairs = enumerate(zip(last, sent, strict=False))
+                same = next((i for i, (x, y) in pairs if x is not y), min(len(last), len(sent)))
+                derived(sent, last, same)
+            last = sent
             assert check.unseen(history, sent, answer) == from_scratch(history, sent, answer)
             checked += bool(answer.tool_uses)
             out = Message("user", tuple(ToolResult(u.id, f"contents of {u.input['path']}") for u in answer.tool_uses)
