@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator
+from operator import is_
 from typing import Any
 
 BLOCK = 256
@@ -69,6 +70,12 @@ def _walk(child: tuple[Any, ...], ancestor: tuple[Any, ...]) -> int:
 def grew_from(child: tuple[Any, ...], parent: tuple[Any, ...]) -> bool:
     """Is ``parent`` known to be a prefix of ``child`` (the same objects)?"""
     return len(child) >= len(parent) and shared_head(child, parent) >= len(parent)
+
+
+def starts_with(seq: tuple[Any, ...], head: tuple[Any, ...]) -> bool:
+    """Does ``seq`` begin with ``head``'s objects? What is known of their derivation answers at once;
+    otherwise one identity pass (a strategy's "the history only grew" test)."""
+    return len(seq) >= len(head) and (shared_head(seq, head) >= len(head) or all(map(is_, head, seq)))
 
 
 def first_difference(a: tuple[Any, ...], b: tuple[Any, ...], start: int = 0, stop: int | None = None) -> int:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
+from bench.prefix import starts_with
 from strategies._tools import rewrite_results, rewrite_uses
 from strategies.base import Outcome, Strategy, event
 from traces.model import Message, ToolUse
@@ -83,23 +83,27 @@ class AnthropicClearToolUses(Strategy):
         else:
             todo = {k for i in index.unsent for k in index.where.get(i, ())} | set(range(len(base), len(msgs)))
         index.unsent.clear()
-        out = [*base.messages, *msgs[len(base):]]
+        n_old, before = len(base), base.messages
+        changes: dict[int, Message] = {}  # positions of the last view that change, then what is new
+        added = list(msgs[n_old:])
         for k in todo:
             m = msgs[k]
-            was = out[k] is not m
+            was = k < n_old and before[k] is not m
             ids = index.ids[k] & clear
-            if not ids:
-                out[k] = m
-            else:
+            if ids:
                 cached = memo.get(id(m))
                 if cached is None or cached[0] is not m or cached[1] != ids:
                     new = rewrite_results(m, lambda r, ids=ids: self.placeholder if r.tool_use_id in ids else None)
                     if self.clear_tool_inputs:
                         new = rewrite_uses(new, lambda u, ids=ids: {} if u.id in ids else None)
                     cached = memo[id(m)] = (m, ids, new)
-                out[k] = cached[2]
-            index.edited += (out[k] is not m) - was
-        edited = base.replace(out)
+                m = cached[2]
+            index.edited += (m is not msgs[k]) - was
+            if k < n_old:
+                changes[k] = m
+            else:
+                added[k - n_old] = m
+        edited = base.patch(changes, tuple(added))
         index.view = edited
         if ctx.truth - edited.truth < self.clear_at_least:
             return ctx, _NONE
@@ -165,8 +169,7 @@ class _Index:
     def of(messages: tuple[Message, ...], state: dict, exclude: tuple[str, ...]) -> _Index:
         """The index of ``messages``: the session's, extended, when they extend what it indexed."""
         index = old = state.get("clear_index")
-        if (index is None or index.exclude != exclude or len(messages) < len(index.messages)
-                or not all(map(is_, index.messages, messages))):
+        if index is None or index.exclude != exclude or not starts_with(messages, index.messages):
             index = _Index(exclude)
             if old is not None:  # the last event's set still stands, and every id of it may differ now
                 index.announced, index.unannounced = old.announced, old.announced | old.unannounced

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
+from bench.prefix import derived, starts_with
 from strategies._tools import latest_human_index, quote_latest_human, safe_cut, text_user
 from strategies.base import Outcome, Strategy, event
 from traces.model import Block, Message, Text, ToolResult
@@ -348,11 +348,13 @@ class _MaskView:
         self.truth = 0
         """Totals of the messages sent (no overhead), moved by each slot that changes."""
         self.sent = ctx.replace(())
+        self.from_slots = False
+        """Whether ``sent`` was made from the slots (so its head can be told from them)."""
 
     def follows(self, ctx: Context) -> bool:
         """Is ``ctx`` the history this view was made from, with messages appended, same meter?"""
         old, new = self.messages, ctx.messages
-        return ctx.meter is self.meter and len(new) >= len(old) and all(map(is_, old, new))
+        return ctx.meter is self.meter and starts_with(new, old)
 
     def advance(self, ctx: Context, window: int, mask: Callable[[Message], Message]) -> bool:
         """Bring the view up to ``ctx``; False when render's re-insertions would apply (left to ``view``)."""
@@ -417,8 +419,13 @@ class _MaskView:
         if not self.any_masked:
             self.sent = ctx
         else:  # totals by difference over the slots that changed, not over a shifted tuple
-            meter = self.meter
-            self.sent = Context(tuple(filter(None, self.slots)), self.estimate, meter.overhead + self.truth, meter)
+            meter, before = self.meter, self.sent.messages
+            sent = tuple(filter(None, self.slots))
+            if self.from_slots:  # the slots before the first one settled again are sent as before
+                d = min(dirty, default=len(self.slots))
+                derived(sent, before, d - self.slots[:d].count(None))
+            self.sent = Context(sent, self.estimate, meter.overhead + self.truth, meter)
+            self.from_slots = True
         return True
 
     def _settle(self, k: int, stored: Message) -> None:
@@ -557,7 +564,7 @@ class _RecentView:
 
     def follows(self, ctx: Context) -> bool:
         old, new = self.messages, ctx.messages
-        return ctx.meter is self.meter and len(new) >= len(old) and all(map(is_, old, new))
+        return ctx.meter is self.meter and starts_with(new, old)
 
     def _is_member(self, k: int, start: int, n: int, human: int) -> bool:
         return k < self.keep_first or k == human or start <= k < n
@@ -697,7 +704,7 @@ def _latest_human(messages: tuple[Message, ...], state: dict) -> int:
     """``latest_human_index(messages)``, walking back only over the messages appended since the last
     call when they extend the history it last saw (a sent-only view never changes the stored one)."""
     known: tuple[tuple[Message, ...], int] | None = state.get("latest_human")
-    if known is not None and len(messages) >= len(known[0]) and all(map(is_, known[0], messages)):
+    if known is not None and starts_with(messages, known[0]):
         new = latest_human_index(messages[len(known[0]):])
         human = len(known[0]) + new if new >= 0 else known[1]
     else:

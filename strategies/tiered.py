@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
+from bench.prefix import starts_with
 from strategies._tools import (
     PATH_KEYS,
     file_path,
@@ -209,7 +209,7 @@ class _Tiers:
         """The session's index brought up to ``messages`` (rebuilt unless they extend what it indexed)."""
         index: _Tiers | None = state.get("tiers")
         old = index.messages if index is not None else ()
-        if index is None or index.s != strategy or len(messages) < len(old) or not all(map(is_, old, messages)):
+        if index is None or index.s != strategy or not starts_with(messages, old):
             index = state["tiers"] = _Tiers(strategy)
         for k in range(len(index.messages), len(messages)):
             m = messages[k]
@@ -260,10 +260,7 @@ class _Tiers:
                 changed[k] = new
         if not changed:
             return ctx, 0
-        out = list(msgs)
-        for k, new in changed.items():
-            out[k] = new
-        after = ctx.replace(out)
+        after = ctx.patch(changed)
         self.messages = after.messages
         for k, new in changed.items():
             self._settle(k, new)

@@ -14,6 +14,7 @@ from bench.prefix import (
     extend,
     first_difference,
     grew_from,
+    starts_with,
 )
 
 
@@ -106,3 +107,14 @@ def test_what_extend_remembers_is_bounded_and_forgetting_only_costs_a_comparison
     for i in range(LINEAGE_DEPTH + 2):  # more appends than a walk back looks through
         chain = extend(chain, (i,))
     assert not grew_from(chain, root) and first_difference(root, chain) == 5
+
+
+def test_starts_with_is_by_identity_and_known_derivations_skip_the_pass() -> None:
+    shared = [Counted(i) for i in range(40)]
+    head = tuple(shared[:20])
+    grown = extend(head, tuple(shared[20:]))
+    Counted.calls = 0
+    assert starts_with(grown, head) and starts_with(tuple(shared), head)  # known, then by one identity pass
+    assert not starts_with(tuple(Counted(i) for i in range(40)), head)  # equal values, other objects
+    assert not starts_with(head, grown)
+    assert Counted.calls == 0
