@@ -23,8 +23,9 @@ from typing import Any
 BLOCK = 256
 LINEAGE_KEEP = 64
 """Derived tuples remembered (each with its parent): a few calls' worth of appends and views."""
-LINEAGE_DEPTH = 32
-"""Derivations walked back to find an ancestor: more messages than one step adds."""
+LINEAGE_DEPTH = 8
+"""Derivations walked back to find an ancestor: what one step usually adds (a failed walk is pure
+cost, and a longer history only falls back to the comparison)."""
 
 _derived: OrderedDict[int, tuple[tuple[Any, ...], tuple[Any, ...], int]] = OrderedDict()
 """id(child) → (child, parent, how many leading positions of child hold parent's objects), oldest
@@ -47,40 +48,39 @@ def extend(parent: tuple[Any, ...], added: tuple[Any, ...]) -> tuple[Any, ...]:
     return child
 
 
-def shared_head(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:
-    """How many leading positions ``a`` and ``b`` are known to hold the same objects, by what was
-    derived from what (0: not known, which says nothing about their values)."""
-    if a is b:
-        return len(a)
-    return _walk(b, a) or _walk(a, b)
-
-
-def _walk(child: tuple[Any, ...], ancestor: tuple[Any, ...]) -> int:
-    node, same = child, len(child)
+def shared_head(old: tuple[Any, ...], new: tuple[Any, ...]) -> int:
+    """How many leading positions ``new`` is known to share with ``old`` (the same objects), ``new``
+    being derived from ``old`` a few derivations back (0: not known, which says nothing of values)."""
+    if old is new:
+        return len(old)
+    node, same = new, len(new)
     for _ in range(LINEAGE_DEPTH):
         hit = _derived.get(id(node))
         if hit is None or hit[0] is not node:
             return 0
-        node, same = hit[1], min(same, hit[2])
-        if node is ancestor:
+        node = hit[1]
+        if hit[2] < same:
+            same = hit[2]
+        if node is old:
             return same
     return 0
 
 
 def grew_from(child: tuple[Any, ...], parent: tuple[Any, ...]) -> bool:
     """Is ``parent`` known to be a prefix of ``child`` (the same objects)?"""
-    return len(child) >= len(parent) and shared_head(child, parent) >= len(parent)
+    return len(child) >= len(parent) and shared_head(parent, child) >= len(parent)
 
 
 def starts_with(seq: tuple[Any, ...], head: tuple[Any, ...]) -> bool:
     """Does ``seq`` begin with ``head``'s objects? What is known of their derivation answers at once;
     otherwise one identity pass (a strategy's "the history only grew" test)."""
-    return len(seq) >= len(head) and (shared_head(seq, head) >= len(head) or all(map(is_, head, seq)))
+    return len(seq) >= len(head) and (shared_head(head, seq) >= len(head) or all(map(is_, head, seq)))
 
 
 def first_difference(a: tuple[Any, ...], b: tuple[Any, ...], start: int = 0, stop: int | None = None) -> int:
     """The first position in [``start``, ``stop``) where ``a`` and ``b`` hold unequal values (``==``,
-    true of the same object); ``stop`` (default: the shorter length) when there is none."""
+    true of the same object); ``stop`` (default: the shorter length) when there is none. Fastest with
+    ``a`` the older tuple and ``b`` one derived from it (``shared_head``)."""
     n = min(len(a), len(b)) if stop is None else stop
     if start == 0:
         start = min(shared_head(a, b), n)  # known to be the same objects so far
