@@ -108,14 +108,27 @@ def last_assistant_index(messages: Sequence[Message]) -> int:
     return -1
 
 
-def new_human_turn(messages: Sequence[Message]) -> int:
+def is_empty(m: Message) -> bool:
+    """No content, or only empty text: what an API refuses as a message (bench/validity.py)."""
+    return not any(not isinstance(b, Text) or b.text for b in m.blocks)
+
+
+def is_prompt(m: Message) -> bool:
+    """A human turn with something in it. An empty user message is none: a log can hold one
+    between a call and its results, where no agent has a turn (the pair is one unit), and taken
+    as a turn it would make that a cut point that orphans the results."""
+    return m.is_human_turn and not is_empty(m)
+
+
+def new_human_turn(messages: Sequence[Message], *, skip_empty: bool = False) -> int:
     """Index of the latest human turn if it arrived after the last answer (the step opens a new
-    turn), else -1. Looks only at the current step, so it costs O(step), not O(history)."""
+    turn), else -1. Looks only at the current step, so it costs O(step), not O(history).
+    ``skip_empty``: an empty user message is no turn (``is_prompt``)."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
         if m.role == "assistant":
             return -1
-        if m.is_human_turn:
+        if m.is_human_turn and not (skip_empty and is_empty(m)):
             return i
     return -1
 
@@ -197,12 +210,13 @@ def unanswered_start(messages: Sequence[Message]) -> int:
     """Index of the oldest assistant message since the latest human turn whose calls still wait
     for a result (a log where the answer to a call comes after another assistant message);
     ``len(messages)`` if none. A compaction that summarizes "everything" keeps from there, as the
-    real agent never compacts a call in flight: its result would come back without its call."""
+    real agent never compacts a call in flight: its result would come back without its call.
+    An empty user message is no turn (``is_prompt``): the walk goes on past one."""
     answered: set[str] = set()
     start = len(messages)
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        if m.is_human_turn and not m.tool_results:
+        if is_prompt(m) and not m.tool_results:
             break
         answered.update(r.tool_use_id for r in m.tool_results)
         if any(u.id not in answered for u in m.tool_uses):
@@ -210,11 +224,13 @@ def unanswered_start(messages: Sequence[Message]) -> int:
     return start
 
 
-def latest_human_index(messages: Sequence[Message]) -> int:
-    """Index of the latest real human turn (not a summary or other message a strategy made up); -1 if none."""
+def latest_human_index(messages: Sequence[Message], *, skip_empty: bool = False) -> int:
+    """Index of the latest real human turn (not a summary or other message a strategy made up); -1 if none.
+    ``skip_empty``: an empty user message is no turn (``is_prompt``)."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        if m.is_human_turn and not m.meta.get("summary") and not m.meta.get("synthetic"):
+        if (m.is_human_turn and not m.meta.get("summary") and not m.meta.get("synthetic")
+                and not (skip_empty and is_empty(m))):
             return i
     return -1
 

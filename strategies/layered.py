@@ -70,11 +70,17 @@ class FiveLayer(Strategy):
     L3/L4 summarize the whole history, the step in flight included: §4.1's rebuilt history is the
     summary message and the re-injected attachments, with no verbatim tail (version 2; version 1
     kept the current step verbatim, which ``keep_step_in_flight=True`` restores).
+    Version 3: an empty user message (no content, or one empty text) is no turn for L3/L4: it does
+    not open the step (the kept prompt) nor end the walk back for calls in flight, so a compaction
+    never falls between a call and its results. Claude Code checks for compaction at the top of a
+    query-loop turn, once a round's results are in (§4.1 trigger, item 4; the recorded boundary
+    follows the last tool result, see ``ClaudeCode``), and sends no empty message (the API refuses
+    one). Found by the slow contract suite (``empty_messages`` shape: an orphan result).
     """
 
     name = "five-layer"
     citation = "seed 5-layer defense; Claude Code services/compact/* per spec/strategies.md §4.1"
-    version = 2
+    version = 3
 
     estimator: str = "chars/4"
     persist_pct: float | None = 0.60
@@ -308,8 +314,8 @@ class FiveLayer(Strategy):
     def _compact(self, ctx: Context, session: Session, label: str) -> tuple[Context, list[Event]] | None:
         head = ctx.messages[:1] if ctx.system else ()
         cut = max(step_start(ctx.messages) if self.keep_step_in_flight else unanswered_start(ctx.messages), len(head))
-        if not self.keep_step_in_flight and (opened := new_human_turn(ctx.messages)) >= len(head):
-            cut = min(cut, opened)  # a prompt that opens the step is not summarized away
+        if not self.keep_step_in_flight and (opened := new_human_turn(ctx.messages, skip_empty=True)) >= len(head):
+            cut = min(cut, opened)  # a prompt that opens the step is not summarized away (an empty one opens none)
         history, tail = ctx.messages[len(head):cut], ctx.messages[cut:]
         if not history:
             return None
@@ -400,7 +406,8 @@ class ClaudeCode(FiveLayer):
     The step in flight is summarized, not kept: in the recorded sessions (claude-code__marot-spotter
     258c7280, records 1254-1256) the ``compact_boundary`` follows the last tool result, then comes
     the summary and straight the next assistant message (version 3; version 2 kept the step).
-    The trigger still counts it (the recorded pre-compaction size includes it).
+    The trigger still counts it (the recorded pre-compaction size includes it). Version 4: an empty
+    user message between a call and its results is no turn to keep from (``FiveLayer`` version 3).
 
     ``claude-code:1.0`` (Claude Code 1.0.x, 2025): auto-compact at 92% of the whole window (no
     output reserve, no 13K buffer), as public reverse-engineering notes of the 1.0 bundle describe
@@ -409,7 +416,7 @@ class ClaudeCode(FiveLayer):
 
     name = "claude-code"
     citation = "Claude Code services/compact/autoCompact.ts, prompt.ts (issues #12004, #31806); spec §4.1"
-    version = 3
+    version = 4
 
     persist_pct: float | None = None
     microcompact_pct: float | None = None

@@ -6,9 +6,10 @@ turns is kept verbatim and only the head is summarized, merged with the prior su
 
 Mapping OpenCode's store onto our message list: one OpenCode assistant message holds its tool
 parts (call *and* result), so our tool-result-only user messages belong to the assistant message
-before them; only human user messages (``Message.is_human_turn``) count as turns. Prune runs "at
-the end of each prompt-loop run": here, in ``before_call`` of the step that brings a new human
-turn, over the history that existed before that turn arrived.
+before them; only human user messages that say something (``is_prompt``) count as turns: an empty
+one (a log can hold it between a call and its results) has no OpenCode message of its own. Prune
+runs "at the end of each prompt-loop run": here, in ``before_call`` of the step that brings a new
+human turn, over the history that existed before that turn arrived.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 from bench.context import Context
 from bench.pricing import ModelProfile
 from strategies._tools import (
+    is_prompt,
     latest_human_index,
     new_human_turn,
     quote_latest_human,
@@ -29,6 +31,7 @@ from strategies._tools import (
     text_assistant,
     text_user,
     tool_names,
+    unanswered_start,
 )
 from strategies.base import Outcome, Strategy, event
 from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse, Usage
@@ -60,6 +63,18 @@ PRIOR_PROMPT = (
     "\n<prior-summary>\n{summary}\n</prior-summary>")
 
 
+def waiting_from(msgs: tuple[Message, ...]) -> int:
+    """Index of the first assistant message since the latest human turn with a call still waiting
+    for its result; ``len(msgs)`` if none. A call whose id was answered earlier in the log (a
+    log's own misordering) is not waiting. Walks back to the latest human turn (more when a call waits)."""
+    start = unanswered_start(msgs)
+    if start == len(msgs):
+        return start
+    answered = {r.tool_use_id for m in msgs for r in m.tool_results}
+    return next((k for k in range(start, len(msgs)) if any(u.id not in answered for u in msgs[k].tool_uses)),
+                len(msgs))
+
+
 def js_round(x: float) -> int:
     """JavaScript's Math.round (half up), which OpenCode's token estimate uses."""
     return math.floor(x + 0.5)
@@ -84,12 +99,24 @@ class OpenCode(Strategy):
     ``autoCompactStalled`` guard, the media paragraph before an overflow's continue message.
     Version 2: the reactive (overflow) path excludes the last user turn and replays it after the
     summary (issue-10 audit of compaction.ts).
+
+    Version 4: a call and its results stay one unit, as in OpenCode, where the result is a part of
+    the call's assistant message (processor.ts @9c094ad5, the "tool-result" event completes the
+    part in place) and the overflow check runs at the top of the loop on the last *finished*
+    assistant message, before the next step (prompt.ts @fe072387, runLoop). So (1) an empty user
+    message is no turn (``is_prompt``): it neither triggers prune, nor starts a tail turn, nor is
+    the turn the overflow path replays (version 3 replayed from one sitting between a call and its
+    results: the results came back without their call); (2) no auto compaction while a call waits
+    for its result (a log with an assistant message between a call and its result: version 3
+    summarized the call, then the result came back alone); it runs at the next call, once the
+    results are in; an overflow meanwhile keeps those calls out of the summary and replays them.
+    Both were found by the slow contract suite (``empty_messages``, ``empty_assistant_between``).
     """
 
     name = "opencode"
     citation = ("sst/opencode packages/opencode/src/session/compaction.ts @3df4a25506fb (tail) and classic "
                 "fork snapshots; session/overflow.ts @31e22f65e; provider/transform.ts @47767a7c")
-    version = 3
+    version = 4
     summary_overhead = False
     """The compaction agent has its own system prompt and no tools (strategies.md §1.4): the summary request
     does not carry the agent's fixed overhead. Version 3: billed so."""
@@ -142,13 +169,15 @@ class OpenCode(Strategy):
         events = []
         new = ctx
         prune_on = self.prune if self.prune is not None else self.generation == "classic"
-        human = new_human_turn(ctx.messages) if prune_on else -1  # O(step): only a new turn prunes
+        human = new_human_turn(ctx.messages, skip_empty=True) if prune_on else -1  # O(step): only a new turn prunes
         if human > 0:
             pruned, touched = self.pruned(ctx, end=human, session=session)
             if touched:
                 events.append(event("prune", ctx, pruned, touched=touched))
                 new = pruned
-        if self.overflowing(session.last_usage, session.model):
+        # not while a call waits for its result: its assistant message is not finished (the walk
+        # runs only when the check fires)
+        if self.overflowing(session.last_usage, session.model) and waiting_from(ctx.messages) == len(ctx):
             compacted = self.compact(new, session)
             if compacted is not None:
                 return Outcome(compacted.context, (*events, *compacted.events))
@@ -157,22 +186,29 @@ class OpenCode(Strategy):
     def on_overflow(self, ctx: Context, session: Session) -> Outcome | None:
         """Reactive (overflow) compaction: the last user turn is left out of the summary and
         replayed after it (in place of the continue message); a session whose only user turn is
-        the first message compacts as usual."""
+        the first message compacts as usual, keeping out calls still waiting for their results
+        (replayed after the continue message)."""
         msgs = ctx.messages
-        last = latest_human_index(msgs)
+        last = latest_human_index(msgs, skip_empty=True)
+        replayed = "last user turn"
         if last <= 1:
-            return self.compact(ctx, session)
+            last = waiting_from(msgs)
+            if last >= len(msgs):
+                return self.compact(ctx, session)
+            if last <= 1:
+                return None  # nothing before the calls in flight to summarize
+            replayed = "calls in flight"
         done = self.compact(ctx.replace(msgs[:last]), session)
         if done is None:
             return None
         rebuilt = done.context.messages
-        if rebuilt and rebuilt[-1].meta.get("synthetic"):
+        if rebuilt and rebuilt[-1].meta.get("synthetic") and msgs[last].role == "user":
             rebuilt = rebuilt[:-1]  # the replayed user turn takes the continue message's place
         after = ctx.replace((*rebuilt, *msgs[last:]))
         ev = done.events[0]
         return Outcome(after, (event("summarize", ctx, after, touched=ev.messages_touched,
                                      summary_tokens=ev.summary_tokens, detail=f"{ev.detail}: overflow, "
-                                     "last user turn replayed"),))
+                                     f"{replayed} replayed"),))
 
     # -- prune (§1.3) -----------------------------------------------------------------------------
     def output_estimate(self, text: str, session: Session) -> int:
@@ -188,7 +224,7 @@ class OpenCode(Strategy):
         queued: set[str] = set()
         for i in range(end - 1, 0, -1):
             m = msgs[i]
-            if m.is_human_turn:
+            if is_prompt(m):
                 turns += 1
             if turns < self.protected_turns:
                 continue
@@ -245,7 +281,7 @@ class OpenCode(Strategy):
         """Index where the verbatim tail starts; len(msgs) when there is no tail (nothing kept, or
         everything fits: the spec then summarizes everything)."""
         size = [ctx.meter.counter.estimate(m, "chars/4-json") for m in msgs]
-        starts = [i for i, m in enumerate(msgs) if m.is_human_turn]
+        starts = [i for i, m in enumerate(msgs) if is_prompt(m)]
         if not starts or starts[0] != 0:
             starts.insert(0, 0)
         bounds = list(zip(starts, [*starts[1:], len(msgs)], strict=True))

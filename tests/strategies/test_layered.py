@@ -14,7 +14,7 @@ from bench.replay import ReplayConfig, replay
 from bench.session import Session
 from bench.summarizers.extractive import ExtractiveSummarizer
 from strategies.layered import CLEARED, SUMMARY_SECTIONS, ClaudeCode, FiveLayer
-from traces.model import Message, ToolResult, ToolUse, Trace, Usage, orphans
+from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans
 
 W = " abc"  # one cl100k token per 4 chars, so chars/4 estimate ≈ truth
 DIGITS = " 7"  # two tokens per 2 chars: chars/4 under-counts it 4x
@@ -242,3 +242,43 @@ def test_replays_end_to_end_without_orphans(counter, name):
     assert {"five-layer": "prune", "claude-code": "summarize"}[name] in {e.kind for e in result.events}
     assert all(orphans(sent) == (set(), set()) for sent in rec.sent)
     assert all(sent[0] is msgs[0] for sent in rec.sent)
+
+
+EMPTY_USER = (Message("user", ()), Message("user", (Text(""),)))
+"""An empty user message: no content, or one empty text (the slow contract suite's ``empty_messages``)."""
+
+
+@pytest.mark.parametrize("name", ["claude-code", "five-layer"])
+@pytest.mark.parametrize("empty", EMPTY_USER)
+def test_an_empty_user_message_between_a_call_and_its_results_is_no_turn_to_keep_from(counter, name, empty):
+    # the failing example the slow contract suite found: the empty message was taken for the prompt
+    # that opens the step, so the compaction kept it and its results but summarized their call
+    msgs = [Message.text_message("system", "s"), Message.text_message("user", "fix it"), *tool_step(0, "x" * 4_000),
+            Message("assistant", (ToolUse("t9", "Bash", {"command": "make"}),)), empty,
+            Message("user", (ToolResult("t9", "ok"),))]
+    meter, strat = Meter(counter, "chars/4"), strategies.build(name)
+    new, _ = strat._compact(meter.context(msgs), session(counter), "L3 auto-compact")
+    assert [m.role for m in new.messages] == ["system", "user"] and new.messages[1].meta["summary"]  # before: 4
+    assert orphans(new.messages) == (set(), set())
+    prompt = Message.text_message("user", "go on")  # a real prompt still opens the step and is kept
+    new, _ = strat._compact(meter.context([*msgs, prompt]), session(counter), "L3 auto-compact")
+    assert new.messages[2:] == (prompt,)
+    # the result not in yet (an answer comes first): the walk back for calls in flight goes on past
+    # the empty message, and the call stays (before: it stopped there and the call was summarized)
+    new, _ = strat._compact(meter.context(msgs[:-1]), session(counter), "L3 auto-compact")
+    assert new.messages[2:] == tuple(msgs[-3:-1])
+
+
+@pytest.mark.parametrize("name", ["claude-code", "claude-code:microcompact"])
+@pytest.mark.parametrize("empty", EMPTY_USER)
+def test_a_replay_with_an_empty_user_message_before_the_results_adds_no_orphan(name, empty):
+    from tests.strategies.test_contract import check_strategy  # the contract's own checks, on a fixed trace
+
+    def call(i: str) -> Message:
+        return Message("assistant", (ToolUse(i, "bash", {"command": f"run {i}"}),))
+
+    trace = Trace("empty-between", (
+        Message.text_message("system", "You are a coding agent."), Message.text_message("user", "Task: fix it"),
+        call("a"), Message("user", (ToolResult("a", W * 2_000),)), call("b"), empty,
+        Message("user", (ToolResult("b", W * 2_000),)), Message.text_message("assistant", "done")))
+    check_strategy(name, trace)  # before: "before_call outcome (call 2): the strategy added orphan_result b"

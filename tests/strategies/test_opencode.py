@@ -18,7 +18,7 @@ from bench.summarizers import Summary, SummaryRequest
 from bench.summarizers.extractive import ExtractiveSummarizer
 from strategies._tools import QUOTE_LEAD
 from strategies.opencode import CONTINUE_2026, CONTINUE_CLASSIC, PRUNED, QUESTION, TAIL_HEADINGS, OpenCode
-from traces.model import Message, ToolResult, ToolUse, Trace, Usage, orphans
+from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans
 
 SONNET = profile("claude-sonnet-4-5")  # 200K window, 64K max output
 TINY = replace(SONNET, id="tiny-16k", context_window=16_000, max_output=2_000)
@@ -219,3 +219,79 @@ def test_end_to_end_replay_has_no_orphans(counter, name):
     assert len(spy.sent) >= 13 and all(orphans(ctx.messages) == (set(), set()) for ctx in spy.sent)
     assert all(ctx.messages[0] is SYSTEM for ctx in spy.sent)
     assert not any(c.overflow for c in result.calls)
+
+
+# -- a call and its results are one unit (version 4) -----------------------------------------------
+# In OpenCode the result is a part of the call's assistant message (session/processor.ts), so nothing
+# sits between them and no compaction can fall there. The slow contract suite found logs where
+# something does: an empty user message, or an empty assistant message.
+
+EMPTY_USER = (Message("user", ()), Message("user", (Text(""),)))
+
+
+def call(call_id: str) -> Message:
+    return Message("assistant", (ToolUse(call_id, "bash", {"command": call_id}),))
+
+
+def result(call_id: str, tokens: int) -> Message:
+    return Message("user", (ToolResult(call_id, " abc" * tokens),))  # one token per 4 chars
+
+
+@pytest.mark.parametrize("empty", EMPTY_USER)
+def test_the_overflow_path_replays_the_last_real_turn_not_an_empty_message_before_the_results(counter, empty):
+    msgs = [SYSTEM, human("U1: start"), *tool_step("t1", 100), human("U2: next"), call("t2"), empty,
+            Message("user", (ToolResult("t2", "ok"),))]
+    out = OpenCode().on_overflow(Meter(counter).context(msgs), session(counter, summarizer=Recorder()))
+    new = out.context.messages
+    assert new[3:] == tuple(msgs[4:])  # U2 and its call, the empty message and the result (before: from the empty)
+    assert orphans(new) == (set(), set())
+
+
+@pytest.mark.parametrize("empty", EMPTY_USER)
+def test_an_empty_user_message_neither_starts_a_tail_turn_nor_opens_prune(counter, empty):
+    s = OpenCode(generation="tail")
+    big = Message("assistant", (ToolUse("t2", "edit", {"content": "y" * 8_000}),))  # a call too big for the tail
+    msgs = (human("U1: start"), *tool_step("t1", 100), human("U2: next"), big, empty,
+            Message("user", (ToolResult("t2", "ok"),)))
+    ctx = Meter(counter).context((SYSTEM, *msgs))
+    size = sum(counter.estimate(m, "chars/4-json") for m in msgs[-2:])
+    # before: [empty, result] was a whole turn that fits, so the tail began there, without the call
+    assert s.tail_start(ctx, msgs, size + 10) == len(msgs)  # now: U2's turn can't be split safely: no tail
+    # prune: an empty message before the results is no new turn (before: it pruned there)
+    old = history([(f"t{i}", 10_000, "bash") for i in range(1, 8)])[:-1]  # U3's answer last, no U4
+    mid_run = [*old, call("t9"), empty, Message("user", (ToolResult("t9", "ok"),))]
+    assert OpenCode().before_call(Meter(counter).context(mid_run), session(counter)) is None
+    assert OpenCode().before_call(Meter(counter).context([*mid_run, human("U4: go")]), session(counter))
+
+
+@pytest.mark.parametrize("generation", ["classic", "tail"])
+def test_no_compaction_while_a_call_waits_for_its_result(counter, generation):
+    # a log with an (empty) assistant message between a call and its result: the request before it
+    # ends with the call. OpenCode checks overflow on the last finished message, and the call's
+    # message is not finished until its result is in (prompt.ts runLoop; processor.ts).
+    msgs = [SYSTEM, human("U1: start"), *tool_step("t1", 100), call("t2")]
+    s = session(counter, summarizer=Recorder())
+    s.last_usage = Usage(input_tokens=200_000)
+    assert OpenCode(generation=generation).before_call(Meter(counter).context(msgs), s) is None  # before: summarized t2
+    msgs += [Message("assistant", ()), Message("user", (ToolResult("t2", "ok"),))]
+    assert OpenCode(generation=generation).before_call(Meter(counter).context(msgs), s) is not None  # now it runs
+    # an overflow meanwhile, with no later user turn to replay: the waiting call is kept out of the
+    # summary and replayed after the continue message (before: summarized, its result came back alone)
+    out = OpenCode(generation=generation).on_overflow(Meter(counter).context(msgs[:5]), s)
+    new = out.context.messages
+    assert new[-2].meta.get("synthetic") and new[-1] is msgs[4] and "calls in flight replayed" in out.events[0].detail
+
+
+@pytest.mark.parametrize("name", ["opencode", "opencode:tail"])
+@pytest.mark.parametrize("shape", ["no_content", "empty_text", "empty_assistant"])
+def test_replays_with_something_between_a_call_and_its_results_add_no_orphan(name, shape):
+    from tests.strategies.test_contract import check_strategy  # the contract's own checks, on fixed traces
+
+    if shape == "empty_assistant":  # the request before the empty message crosses the trigger (cache reads)
+        msgs = (SYSTEM, human("U1: start"), call("a"), result("a", 14_100), call("c"), result("c", 50),
+                call("b"), Message("assistant", ()), result("b", 50))
+    else:  # the last request overflows the 16K window: the overflow path replays the last user turn
+        empty = EMPTY_USER[shape == "empty_text"]
+        msgs = (SYSTEM, human("U1: start"), call("a"), result("a", 9_000), human("U2: next"), call("b"), empty,
+                result("b", 9_000))
+    check_strategy(name, Trace("between", (*msgs, Message.text_message("assistant", "done"))))
