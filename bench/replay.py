@@ -138,6 +138,7 @@ def replay(
     recorded: list[Message] = []  # the session as the real agent had it, for the re-read proxy
     references = ReferenceCheck(RecordedIndex.of(trace))
     validity = RequestCheck()  # what the API would reject is flagged, never sent silently
+    answered: Message | None = None  # the last recorded answer, not yet in ctx
     for step in trace.steps():
         session.call_index = step.index
         if provider.overhead_at(step.index) != meter.overhead:  # re-measured after a model switch
@@ -152,10 +153,11 @@ def replay(
         clock = _clock(step.inputs, step.answer, t0, clock, config.seconds_per_call, step.index)
         session.now = clock
         recorded += step.inputs
-        for m in step.inputs:
-            ctx = ctx.append(m)
-            if m.tool_results:
+        for run in _runs(step.inputs, answered):  # appended a run at a time: one copy, not one a message
+            ctx = ctx.append(*run)
+            if run[-1].tool_results and run[-1] is not answered:  # an answer with results: no hook
                 ctx = apply(strategy.on_tool_result(ctx, session), ctx, "on_tool_result")
+        answered = None
         if step.answer is None or result.failed:
             break
         ctx = apply(strategy.before_call(ctx, session), ctx, "before_call")
@@ -190,7 +192,9 @@ def replay(
             input_tokens=split.uncached, output_tokens=output,
             cache_read_tokens=split.cache_read, cache_write_tokens=split.cache_write,
         )
-        ctx = ctx.append(answer)
+        answered = answer  # appended with the next step's first inputs: no hook runs in between
+    if answered is not None:
+        ctx = ctx.append(answered)
     for observe in observers:
         rows = observe("end", session.call_index, strategy.project(ctx, session))
         result.probes.extend({"strategy": label, **row} for row in rows)
@@ -205,6 +209,20 @@ def recorded_profile(model_id: str, window: int | None = None) -> ModelProfile:
     if not window or window >= base.context_window or window == base.max_input:
         return base
     return dc_replace(base, max_input=window)
+
+
+def _runs(inputs: tuple[Message, ...], answered: Message | None) -> list[tuple[Message, ...]]:
+    """The step's messages (after the previous answer, when there is one) cut after each one that
+    carries tool results: ``on_tool_result`` runs there, and nothing runs between the others."""
+    msgs = (answered, *inputs) if answered is not None else inputs
+    runs, start = [], 0
+    for i in range(len(msgs)):
+        if msgs[i].tool_results:
+            runs.append(msgs[start:i + 1])
+            start = i + 1
+    if start < len(msgs):
+        runs.append(msgs[start:])
+    return runs
 
 
 def _first_timestamp(trace: Trace) -> float | None:

@@ -142,3 +142,47 @@ def test_on_the_long_scenario_opencode_bills_less_than_none_and_overflows_less(s
     assert billed["opencode"] < billed["none"]
     assert overflows["opencode"] < overflows["none"]
     assert any(e.kind == "summarize" for e in runs["opencode"].events)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Watch(Strategy):
+    """Test strategy: records what each hook sees (the messages, and the totals against a recount)."""
+
+    name = "watch"
+    seen: list = None  # type: ignore[assignment]
+
+    def _see(self, hook: str, ctx) -> None:
+        fresh = ctx.meter.context(ctx.messages)
+        self.seen.append((hook, ctx.messages, (ctx.estimate, ctx.truth) == (fresh.estimate, fresh.truth)))
+
+    def on_tool_result(self, ctx, session):
+        self._see("on_tool_result", ctx)
+
+    def before_call(self, ctx, session):
+        self._see("before_call", ctx)
+
+
+def test_hooks_see_the_history_as_if_each_message_were_appended_alone():
+    # Messages are appended a run at a time (up to each one carrying tool results); the hooks must
+    # still see exactly the history so far: an answer that carries results itself gets no hook, two
+    # answers in a row each get their call, and trailing inputs are in the end.
+    use = lambda i: ToolUse(f"u{i}", "bash", {"command": str(i)})  # noqa: E731
+    res = lambda i: ToolResult(f"u{i}", f"out {i}")  # noqa: E731
+    msgs = (Message.text_message("system", "s"), Message.text_message("user", "go"),
+            Message("assistant", (use(1), use(2))), Message("user", (res(1),)), Message("user", (res(2),)),
+            Message.text_message("user", "and then"), Message("assistant", (Text("a"),)),
+            Message("assistant", (use(3), res(0))), Message.text_message("user", "hm"), Message("user", (res(3),)),
+            Message("assistant", (Text("b"),)), Message.text_message("user", "trailing"))
+    seen: list = []
+    replay(Trace("runs", msgs), Watch(seen=seen), ReplayConfig(TINY), counter=TokenCounter())
+    expected, so_far = [], []
+    for step in Trace("runs", msgs).steps():
+        for m in step.inputs:
+            so_far.append(m)
+            if m.tool_results:
+                expected.append(("on_tool_result", tuple(so_far)))
+        if step.answer is not None:
+            expected.append(("before_call", tuple(so_far)))
+            so_far.append(step.answer)
+    assert [(h, list(map(id, m))) for h, m, _ in seen] == [(h, list(map(id, m))) for h, m in expected]
+    assert all(ok for *_, ok in seen)
