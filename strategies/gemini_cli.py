@@ -176,15 +176,21 @@ class _Cut:
     """A tool output as this strategy cut it, with what cutting it again needs (``Cuts.cut``)."""
 
     __slots__ = ("text", "pointer", "pointer_tokens", "mark", "start", "start_count", "places", "tail", "first",
-                 "inner", "last", "omitted", "note_tokens", "estimate")
+                 "inner", "last", "omitted", "note_tokens", "estimate", "owner", "name_tokens", "omission", "end")
 
     def __init__(self, text: str, pointer: str, pointer_tokens: int, mark: tuple[str, str] | None, start: int,
                  start_count: int, places: deque[tuple[int, int, tuple[str, str] | None]], tail: str,
-                 lines: tuple[str, int, str | None], omitted: int, note_tokens: int) -> None:
+                 lines: tuple[str, int, str | None], omitted: int, note_tokens: int, owner: str, name_tokens: int,
+                 omission: str, end: str) -> None:
         self.text, self.pointer, self.pointer_tokens, self.mark = text, pointer, pointer_tokens, mark
         self.start, self.start_count, self.places = start, start_count, places
         self.tail, (self.first, self.inner, self.last) = tail, lines
         self.omitted, self.note_tokens = omitted, note_tokens
+        self.owner, self.name_tokens = owner, name_tokens
+        """The tool call id the pointer names, and the count of its part of the pointer ("_{id}.txt")."""
+        self.omission, self.end = omission, end
+        """``omission(omitted)``, and the last part ``cut`` returned: the same objects again when the
+        next cut omits as many characters (not formatted, joined nor hashed anew)."""
         self.estimate: int | None = None
 
 
@@ -206,6 +212,11 @@ class Cuts:
     No cl100k / o200k pre-token spans either place (letters never take the "_" after them, digits
     neither; a piece that begins at "_" depends only on what follows it); tests/strategies/
     test_gemini_cli_recut.py checks it for every length of every start of a pointer.
+
+    What stays between two cuts of an output is taken from its record: the id's part of the pointer
+    and its count, and, when as many characters are omitted, the note and the last part (for a tail
+    of one part, the note and the whole tail: joined and hashed anew at every call, that was 32K
+    characters a cut). The call's part is made and counted once per call.
     """
 
     def __init__(self, counter: TokenCounter | None, max_chars: int,
@@ -221,6 +232,8 @@ class Cuts:
         self.prefix = self.lead + "tool-outputs/compression"
         self.prefix_tokens = self.text(self.prefix) if self.counting else 0
         self.newline = self.text("\n") if self.counting else 0
+        self.number: tuple[int, str, int] = (-1, "", 0)
+        """This call's part of a pointer: (call, "_{call}", its count), made once per call."""
 
     def record(self, content: str) -> _Cut | None:
         """The record of ``content`` if this is a cut we made (and still hold)."""
@@ -240,15 +253,31 @@ class Cuts:
     def cut(self, content: str, tool_use_id: str, call: int) -> tuple[str, tuple[int, str] | None]:
         """``truncated_output`` of an output longer than ``max_chars`` for this call, and the count of
         its parts as ``joined_tokens`` takes it (None when not counting)."""
-        where = f"tool-outputs/compression_{call}_{tool_use_id}.txt"
         if not self.counting:
-            return truncated_output(content, where, self.max_chars), None
+            return truncated_output(content, f"tool-outputs/compression_{call}_{tool_use_id}.txt", self.max_chars), None
         text, head_n = self.text, self.head_n
-        mark = (f"_{call}", f"_{tool_use_id}.txt") if type(call) is int and call >= 0 else None
-        pointer = self.lead + where
-        pointer_tokens = self.prefix_tokens + text(mark[0]) + text(mark[1]) if mark else text(pointer)
         rec = self.by_id.pop(id(content), None)
-        if rec is not None and rec.text is content and len(rec.pointer) + 1 < head_n:
+        if rec is not None and rec.text is not content:
+            rec = None
+        if type(call) is int and call >= 0:
+            number = self.number
+            if number[0] != call:
+                part = f"_{call}"
+                number = self.number = (call, part, text(part))
+            if rec is not None and rec.mark is not None and rec.owner == tool_use_id:
+                name, name_tokens = rec.mark[1], rec.name_tokens
+            else:
+                name = f"_{tool_use_id}.txt"
+                name_tokens = text(name)
+            mark: tuple[str, str] | None = (number[1], name)
+            pointer = self.prefix + number[1] + name
+            pointer_tokens = self.prefix_tokens + number[2] + name_tokens
+        else:
+            mark, name_tokens = None, 0
+            pointer = f"{self.lead}tool-outputs/compression_{call}_{tool_use_id}.txt"
+            pointer_tokens = text(pointer)
+        omitted = len(content) - self.max_chars
+        if rec is not None and len(rec.pointer) + 1 < head_n:
             # the new head: this output's old pointer, a newline, the old head less as many characters
             start = rec.start - 1 - len(rec.pointer)
             start_count = rec.start_count - self.newline - rec.pointer_tokens
@@ -258,6 +287,8 @@ class Cuts:
             while places[-1][0] - start > head_n:  # a place must have its both neighbours in the head
                 places.pop()
             tail, lines = rec.tail, (rec.first, rec.inner, rec.last)
+            if rec.omitted != omitted:
+                rec = None  # the note, and what follows it, are made anew
         else:
             start = start_count = 0
             places = deque()
@@ -270,8 +301,8 @@ class Cuts:
             lines = tail_lines(tail, self.tails, text)
             rec = None
         head = content[:head_n]
-        omitted = len(content) - self.max_chars
-        cut = "".join((pointer, "\n", head, omission(omitted), tail))
+        note = rec.omission if rec is not None else omission(omitted)
+        cut = "".join((pointer, "\n", head, note, tail))
         if places:
             pos, count, at = places[-1]
             s, closed = pos - start, count - start_count
@@ -280,17 +311,17 @@ class Cuts:
         rest = head_n + 1 - s  # the head's characters after its last safe place (a newline in front)
         closed += pointer_tokens + (self.pointer_start(at, rest) if at is not None else
                                     text((head[s - 1:] if s else "\n" + head) + "\n\n"))
-        note = f"... [{omitted:,} characters omitted] ...\n\n"
         first, inner, last = lines
-        if last is None:
-            note_tokens = 0
-            end = note + tail
+        if rec is not None:  # as many characters omitted as last time: the same note and end
+            note_tokens, end = rec.note_tokens, rec.end
+        elif last is None:
+            note_tokens, end = 0, note[2:] + tail
         else:
-            note_tokens = rec.note_tokens if rec is not None and rec.omitted == omitted else text(note + first)
+            note_tokens, end = text(note[2:] + first), last
+        if last is not None:
             closed += note_tokens + inner
-            end = last
         self.by_id[id(cut)] = _Cut(cut, pointer, pointer_tokens, mark, start, start_count, places, tail, lines,
-                                   omitted, note_tokens)
+                                   omitted, note_tokens, tool_use_id, name_tokens, note, end)
         return cut, (closed, end)
 
     def pointer_start(self, mark: tuple[str, str], n: int) -> int:

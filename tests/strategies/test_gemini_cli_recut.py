@@ -145,3 +145,35 @@ class _Short:
 
     def summarize(self, request: SummaryRequest) -> Summary:
         return Summary("<state_snapshot>s</state_snapshot>", 0, 0, "short")
+
+
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+def test_a_recut_reuses_its_parts_only_when_they_still_hold(encoding):
+    # what a re-cut takes from the previous cut (the id's part of the pointer, the note, the last
+    # part) must be made anew when the id differs, the call is no number, or the omitted count
+    # moves (the call's number gains a digit: 9 → 10, 99 → 100); calls repeat, go back and jump
+    tok = Tokenizer(encoding)
+    rng = random.Random(5)
+    # the last two are one line: their tail is one part, which a re-cut takes from the previous one
+    kinds = [lambda n: odd_text(rng, n), lambda n: "x" * n, lambda n: "{\"k\": 1, " * (n // 9 + 1)]
+    for limit in (2_000, 700, *rng.sample(range(560, 1_500), 4)):
+        counter = TokenCounter(tok)
+        cuts = Cuts(counter, limit, {})
+        for _ in range(4):
+            name = rng.choice(IDS)
+            text = rng.choice(kinds)(rng.randint(limit + 1, 3 * limit))  # ``cut`` takes outputs longer than the limit
+            call = rng.choice([1, 8, 97, 995])
+            for _ in range(40):
+                r = rng.random()
+                if r < 0.1:
+                    name = rng.choice(IDS)  # the same text under another id
+                elif r < 0.15:
+                    call = -call - 1  # no call number: the pointer is counted whole
+                elif r < 0.2:
+                    call = abs(call) - rng.randint(0, 3)
+                else:
+                    call = abs(call) + rng.choice([0, 1, 1, 1, 2, 7])
+                got, (closed, end) = cuts.cut(text, name, call)
+                assert got == truncated_output(text, f"tool-outputs/compression_{call}_{name}.txt", limit)
+                assert closed + counter.text(end) == tok.count(got), (limit, name, call)
+                text = got
