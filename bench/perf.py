@@ -46,7 +46,7 @@ from traces.model import Trace
 
 SIZES = (100_000, 300_000, 1_000_000, 3_000_000)
 """Two tenfold steps (100K → 1M and 300K → 3M), as issue 14 asks for both."""
-MEMORY_STRATEGIES = ("none", "swe-agent", "anthropic-clear-tool-uses", "codex", "tiered-placeholders")
+MEMORY_STRATEGIES = ("none", "swe-agent", "anthropic-clear-tool-uses", "codex", "tiered-placeholders", "gemini-cli")
 TARGET_TEN_X = 11.0
 """Most time allowed for 10x the session length (linear, with 10% to spare)."""
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from weakref import ref
 
 from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse
 
@@ -39,6 +40,23 @@ def render(m: Message) -> str:
         elif isinstance(b, ToolResult):
             parts.append(b.content)
     return "\n".join(parts)
+
+
+def remember(memo: dict[Any, tuple[Any, Any]], key: Any, m: Message, value: Any) -> None:
+    """Keep ``value`` for ``m`` under ``key`` while ``m`` lives (held weakly, dropped when it dies).
+
+    A replay builds messages all the time (cuts, placeholders, summaries) and memos keyed by
+    identity would otherwise hold every one it ever sent (gemini-cli's re-cut outputs at 3M tokens:
+    1.8 GB). A trace's own messages live as long as the trace anyway. Read with ``recall``."""
+    memo[key] = (ref(m, lambda _, memo=memo, key=key: memo.pop(key, None)), value)
+
+
+def recall(hit: tuple[Any, Any] | None, m: Message) -> bool:
+    """Is ``hit`` (a memo entry: the message, or a weak reference to it, and the value) ``m``'s?"""
+    if hit is None:
+        return False
+    held = hit[0]
+    return held is m or (held.__class__ is ref and held() is m)
 
 
 def _image_count(m: Message) -> int:
@@ -207,15 +225,19 @@ class TokenCounter:
     """Counts each message once per counter kind and remembers it.
 
     The cache is keyed by object identity (messages are immutable) and holds the message so its
-    id cannot be reused. ``calls`` counts messages counted anew, for tests. A message built during
-    a replay (a placeholder, a summary) is tokenized once per distinct text (``_by_text``): strategies
-    write the same markers again and again; ``tokenized`` counts real tokenizer invocations.
+    id cannot be reused: primed messages (a trace's) strongly, a message counted on demand or
+    adopted (one a replay built) weakly, so its entry goes with it. ``calls`` counts messages
+    counted anew, for tests. A message built during a replay (a placeholder, a summary) is
+    tokenized once per distinct text (``_by_text``): strategies write the same markers again and
+    again; ``tokenized`` counts real tokenizer invocations.
     """
 
     def __init__(self, tokenizer: Tokenizer | None = None) -> None:
         self.tokenizer = tokenizer or Tokenizer()
-        self._truth: dict[int, tuple[Message, int]] = {}
-        self._est: dict[tuple[str, int], tuple[Message, int]] = {}
+        self._truth: dict[int, tuple[Any, int]] = {}
+        """id → (message, count): held for messages primed (a trace's), weakly for those counted on
+        demand or adopted (``remember``)."""
+        self._est: dict[tuple[str, int], tuple[Any, int]] = {}
         self._by_text: dict[str, int] = {}
         self.splits = type(self.tokenizer) is Tokenizer and self.tokenizer.name in SPLIT_ENCODINGS
         """Whether a text's count is the sum of its ``safe_split`` parts' counts for this tokenizer (a
@@ -245,14 +267,21 @@ class TokenCounter:
         """A counter that knows this one's per-message counts and estimates but no loose text: what
         a strategy's first replay of a trace starts from (``make perf`` times each replay so)."""
         other = TokenCounter(self.tokenizer)
-        other._truth, other._est = dict(self._truth), dict(self._est)
+        for memo, mine in ((other._truth, self._truth), (other._est, self._est)):
+            for key, hit in list(mine.items()):
+                if hit[0].__class__ is not ref:
+                    memo[key] = hit
+                elif (held := hit[0]()) is not None:  # a weak entry drops itself from its own memo only
+                    remember(memo, key, held, hit[1])
         other._attributions = dict(self._attributions)
         return other
 
     def adopt(self, messages: Sequence[Message], counts: Sequence[int]) -> None:
-        """Take counts computed elsewhere (``counts``) for these message objects."""
+        """Take counts computed elsewhere (``counts``) for these message objects, kept while each
+        lives (a strategy adopts the count of every cut it makes: gemini-cli, 51K at 3M tokens)."""
+        truth = self._truth
         for m, n in zip(messages, counts, strict=True):
-            self._truth[id(m)] = (m, n)
+            remember(truth, id(m), m, n)
 
     def adopt_attribution(self, trace: Any, attribution: Any) -> None:
         """Take provider-attributed counts (``bench.attribution.Attribution``) for a trace's messages.
@@ -269,11 +298,11 @@ class TokenCounter:
 
     def truth(self, m: Message) -> int:
         hit = self._truth.get(id(m))
-        if hit is not None and hit[0] is m:
+        if hit is not None and (hit[0] is m or recall(hit, m)):
             return hit[1]
         self.calls += 1
         n = self.text(render(m)) + MESSAGE_OVERHEAD + IMAGE_TOKENS * _image_count(m)
-        self._truth[id(m)] = (m, n)
+        remember(self._truth, id(m), m, n)  # counted on demand: kept while the message lives
         return n
 
     def estimate(self, m: Message, estimator: str) -> int:
@@ -281,7 +310,7 @@ class TokenCounter:
             return self.truth(m)
         key = (estimator, id(m))
         hit = self._est.get(key)
-        if hit is not None and hit[0] is m:
+        if hit is not None and (hit[0] is m or recall(hit, m)):
             return hit[1]
         try:
             fn = ESTIMATORS[estimator]
@@ -289,7 +318,7 @@ class TokenCounter:
             raise ValueError(f"unknown estimator {estimator!r}; known: {', '.join(ESTIMATORS)}, truth") from None
         self.calls += 1
         n = fn(m) + IMAGE_TOKENS * _image_count(m)
-        self._est[key] = (m, n)
+        remember(self._est, key, m, n)
         return n
 
     def text(self, text: str) -> int:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from bench.prefix import differences
+from bench.tokens import recall, remember
 from traces.model import Message, Text, ToolResult, ToolUse
 
 EVENT_KIND = "invalid"
@@ -61,17 +63,20 @@ class RequestCheck:
 
     _prefix: tuple[Message, ...] = ()
     _state: _State = field(default_factory=_State)
-    _shapes: dict[int, tuple[Message, tuple]] = field(default_factory=dict)
-    """id → (message, ``_shape``): a message is read once however often a request is rescanned."""
+    _shapes: dict[int, tuple[Any, tuple]] = field(default_factory=dict)
+    """id → (message or a weak reference to it, ``_shape``): a message is read once however often a
+    request is rescanned, and forgotten when it dies."""
     _mark: tuple[int, _State] | None = None
     """(position, the scan's state before it) where the last request that changed its prefix parted
     from the one before: the next such request resumes there when it parts no earlier."""
 
     def shape(self, m: Message) -> tuple:
         hit = self._shapes.get(id(m))
-        if hit is None or hit[0] is not m:
-            hit = self._shapes[id(m)] = (m, _shape(m))
-        return hit[1]
+        if hit is not None and (hit[0] is m or recall(hit, m)):
+            return hit[1]
+        found = _shape(m)
+        remember(self._shapes, id(m), m, found)  # kept while the message lives
+        return found
 
     def problems(self, messages: Sequence[Message]) -> tuple[Problem, ...]:
         """Each thing the API would reject, in order: orphan results, duplicate ids, empty

@@ -103,3 +103,33 @@ def test_parts_are_shared_between_texts_and_short_texts_are_counted_whole():
     assert counter.text(other) == Tokenizer().count(other)
     assert len(calls) - first <= 2  # only the new marker line is tokenized: the rest are known parts
     assert counter.text("short") == 1 and calls[-1] == "short"
+
+
+def test_a_message_counted_on_demand_is_remembered_while_it_lives_and_forgotten_with_it() -> None:
+    import gc
+
+    from bench.validity import RequestCheck
+
+    counter, check = TokenCounter(), RequestCheck()
+    kept = Message.text_message("user", "a trace's message " * 5)
+    counter.prime([kept])
+    built = Message.text_message("user", "a cut the replay made " * 5)
+    n = counter.truth(built)
+    counter.estimate(built, "chars/4")
+    check.shape(built)
+    calls = counter.calls
+    assert counter.truth(built) == n and counter.calls == calls  # remembered while it lives
+    copy = counter.messages_only()
+    assert copy.truth(built) == n and copy.calls == 0
+    del built
+    gc.collect()
+    assert len(counter._truth) == 1 and not counter._est and not check._shapes and len(copy._truth) == 1
+    assert counter.truth(kept) and counter.calls == calls  # the primed message stays
+    again = Message.text_message("user", "a cut the replay made " * 5)
+    assert counter.truth(again) == n  # a new object is counted (its text once: by text)
+    adopted = Message.text_message("user", "counted elsewhere")
+    counter.adopt([adopted], [7])
+    assert counter.truth(adopted) == 7
+    del adopted, again
+    gc.collect()
+    assert len(counter._truth) == 1  # what a strategy adopts goes with it too
