@@ -23,6 +23,8 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import is_not
 
 from bench.prefix import first_difference, shared_head
 from bench.tokens import render
@@ -197,7 +199,11 @@ class ReferenceCheck:
         """Move ``_view`` to ``sent`` by what changed since the last call; returns what came in."""
         view, counts = self._view, self._in_view
         k = first_difference(view, sent)
-        for m in view[k:]:
+        both = min(len(view), len(sent))
+        # past k only the positions holding another object move (a view that rewrites a few old
+        # positions, or re-cuts them, leaves the rest where it was): found at C speed
+        moved = list(compress(range(k, both), map(is_not, view[k:both], sent[k:both]))) if k < both else []
+        for m in (*(view[p] for p in moved), *view[both:]):
             n = counts[id(m)] - 1
             if n:
                 counts[id(m)] = n
@@ -209,12 +215,12 @@ class ReferenceCheck:
                     del group[id(m)]
                     if not group:
                         del self._by_text[gone[1]]
-        came = sent[k:]
+        came = (*(sent[p] for p in moved), *sent[both:])
         for m in came:
             counts[id(m)] = counts.get(id(m), 0) + 1
         # the objects sent, when those before k are known to be the view's (the next call then finds
-        # its request derived from this one); else the view's objects, value-equal to them, then came
-        self._view = sent if shared_head(view, sent) >= k else view[:k] + came if k else came
+        # its request derived from this one); else the view's objects, value-equal to them, then sent's
+        self._view = sent if shared_head(view, sent) >= k else view[:k] + sent[k:] if k else sent
         if len(self._entered) + len(came) > 2 * len(sent) + self.LOG_SLACK:  # bounded: older checks look again
             self._entered, self._entered_written, self._epoch = [], [], self._epoch + 1
         self._entered.extend(came)
