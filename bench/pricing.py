@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from functools import lru_cache
 from importlib import resources
+from itertools import compress, repeat
+from operator import add, is_not
 from typing import Any
 
 from bench.prefix import first_difference
@@ -214,6 +216,9 @@ class _Entry:
     past this request (entries that extend one another share it), so only ``len(messages)`` count."""
     written_at: float
     stream: str
+    counted: int = 0
+    """From here on each step of ``sums`` is the count of this request's own message there (before
+    it, a step may be an earlier request's, for a value-equal message)."""
 
     @property
     def total(self) -> int:
@@ -282,7 +287,7 @@ class PromptCache:
                 reuse, reuse_n = e, n
             if id(e) in alive_ids and n and e.sums[n - 1] > best_tokens:
                 best_tokens, best_entry = e.sums[n - 1], e
-        sums = self._running_sums(msgs, counts, reuse.sums if reuse else [], reuse_n)
+        sums = self._running_sums(msgs, counts, reuse, reuse_n)
         total = sums[len(msgs) - 1] if msgs else 0
         if best_tokens < self.model.min_cache_prefix:
             best_tokens, best_entry = 0, None
@@ -296,7 +301,7 @@ class PromptCache:
             split = CacheSplit(best_tokens, 0, rest, prefix_break)
         if best_entry is not None:
             best_entry.written_at = now  # a hit refreshes the lifetime
-        entry = _Entry(msgs, sums, now, stream)
+        entry = _Entry(msgs, sums, now, stream, reuse_n)
         self._last = entry
         if cacheable:
             # The new request extends (or replaces) its stream's previous line.
@@ -310,14 +315,32 @@ class PromptCache:
 
     @staticmethod
     def _running_sums(msgs: tuple[Any, ...], counts: Sequence[int] | Callable[[Any], int],
-                      known: list[int], n: int) -> list[int]:
-        """Cumulative tokens of ``msgs``, the first ``n`` taken from ``known`` (an earlier request's
-        sums): extended in place when they end there, copied when another request ran them on."""
-        count = counts if callable(counts) else None
+                      reuse: _Entry | None, n: int) -> list[int]:
+        """Cumulative tokens of ``msgs``, the first ``n`` taken from ``reuse`` (the entry sharing the
+        longest prefix): extended in place when its sums end there, copied when another request ran
+        them on. Past ``n``, where ``reuse`` counted its own messages, a position holding the same
+        object as there takes its step (found at C speed): a request that rewrites a few old
+        positions (a re-cut, a mask) counts those, not everything after the first."""
+        known = reuse.sums if reuse is not None else []
         out = known if len(known) == n else known[:n]
         acc = out[-1] if out else 0
-        for i in range(n, len(msgs)):
-            acc += count(msgs[i]) if count is not None else counts[i]  # type: ignore[index]
+        start = n
+        if reuse is not None and callable(counts):
+            old = reuse.messages
+            lo, hi = max(n, reuse.counted), min(len(old), len(msgs))
+            if lo < hi:
+                for i in range(n, lo):
+                    acc += counts(msgs[i])
+                    out.append(acc)
+                delta, prev = acc - (known[lo - 1] if lo else 0), lo  # out[p] = known[p] + delta
+                for p in compress(range(lo, hi), map(is_not, old[lo:hi], msgs[lo:hi])):
+                    out.extend(map(add, known[prev:p], repeat(delta, p - prev)))
+                    delta += counts(msgs[p]) - known[p] + (known[p - 1] if p else 0)
+                    out.append(known[p] + delta)
+                    prev = p + 1
+                out.extend(map(add, known[prev:hi], repeat(delta, hi - prev)))
+                acc, start = out[-1], hi
+        for i in range(start, len(msgs)):
+            acc += counts(msgs[i]) if callable(counts) else counts[i]
             out.append(acc)
         return out
-

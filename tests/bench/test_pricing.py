@@ -117,3 +117,59 @@ def test_common_prefixes_inferred_from_the_previous_request_equal_a_full_compari
             split = cache.request(msgs, lambda m: 1_000 + (m if isinstance(m, int) else 7), now,
                                   stream="summarizer" if msgs[-1:] == ("summarize",) else "agent")
             assert split.prompt == sum(1_000 + (m if isinstance(m, int) else 7) for m in msgs)
+
+
+def test_running_sums_taken_from_the_entry_by_position_equal_counting_each_message_after_the_prefix():
+    # A request that rewrites a few old positions takes the other positions' steps from the entry
+    # it shares most with; the sums must be exactly those of counting every message after the
+    # shared prefix (the earlier rule), including equal-but-distinct messages whose counts differ
+    # (a step inherited through such a message belongs to the earlier request, not this one).
+    import random
+
+    class Msg:
+        def __init__(self, v: int) -> None:
+            self.v = v
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Msg) and other.v == self.v
+
+        __hash__ = None  # type: ignore[assignment]
+
+    class Counting(PromptCache):  # the earlier rule: every message past the shared prefix counted
+        @staticmethod
+        def _running_sums(msgs, counts, reuse, n):
+            out = list(reuse.sums[:n]) if reuse is not None else []
+            acc = out[-1] if out else 0
+            for m in msgs[n:]:
+                acc += counts(m)
+                out.append(acc)
+            return out
+
+    rng = random.Random(5)
+    for _ in range(80):
+        caches = (PromptCache(profile("claude-sonnet-4-5")), Counting(profile("claude-sonnet-4-5")))
+        tokens: dict[int, int] = {}
+        keep: list[Msg] = []  # ids stay valid
+
+        def count(m: Msg, tokens: dict[int, int] = tokens) -> int:
+            return tokens.setdefault(id(m), 500 + rng.randrange(800))
+
+        def fresh(v: int, keep: list[Msg] = keep) -> Msg:
+            keep.append(Msg(v))
+            return keep[-1]
+
+        history = [fresh(rng.randint(0, 3)) for _ in range(3)]
+        for call in range(40):
+            roll = rng.random()
+            if roll < 0.45:
+                history.append(fresh(rng.randint(0, 3)))
+            elif roll < 0.75 and history:
+                for i in rng.sample(range(len(history)), min(len(history), rng.randint(1, 3))):
+                    history[i] = fresh(history[i].v if rng.random() < 0.5 else rng.randint(0, 3))  # a re-cut
+            elif roll < 0.85 and len(history) > 2:
+                del history[rng.randrange(len(history))]
+            msgs = tuple(history) if rng.random() < 0.8 else (*history[:rng.randint(0, len(history))], fresh(9))
+            stream = "summarizer" if msgs and msgs[-1].v == 9 else "agent"
+            splits = [c.request(msgs, count, float(call), stream=stream) for c in caches]
+            assert splits[0] == splits[1]
+            assert caches[0]._last.sums[:len(msgs)] == caches[1]._last.sums[:len(msgs)]
