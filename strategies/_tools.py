@@ -133,10 +133,11 @@ def new_human_turn(messages: Sequence[Message], *, skip_empty: bool = False) -> 
     return -1
 
 
-def last_human_index(messages: Sequence[Message]) -> int:
-    """Index of the latest user message that is a human turn (not only tool results); -1 if none."""
+def last_human_index(messages: Sequence[Message], *, skip_empty: bool = False) -> int:
+    """Index of the latest user message that is a human turn (not only tool results); -1 if none.
+    ``skip_empty``: an empty user message is no turn (``is_prompt``)."""
     for i in range(len(messages) - 1, -1, -1):
-        if messages[i].is_human_turn:
+        if messages[i].is_human_turn and not (skip_empty and is_empty(messages[i])):
             return i
     return -1
 
@@ -224,6 +225,20 @@ def unanswered_start(messages: Sequence[Message]) -> int:
     return start
 
 
+def waiting_from(messages: Sequence[Message]) -> int:
+    """Index of the first assistant message since the latest human turn with a call still waiting
+    for its result; ``len(messages)`` if none. A call whose id was answered earlier in the log (a
+    log's own misordering) is not waiting. Walks back to the latest human turn (more when a call
+    waits). A log can hold an assistant message between a call and its result, so the replay asks
+    for an answer while the call is in flight, which no agent does."""
+    start = unanswered_start(messages)
+    if start == len(messages):
+        return start
+    answered = {r.tool_use_id for m in messages for r in m.tool_results}
+    return next((k for k in range(start, len(messages)) if any(u.id not in answered for u in messages[k].tool_uses)),
+                len(messages))
+
+
 def latest_human_index(messages: Sequence[Message], *, skip_empty: bool = False) -> int:
     """Index of the latest real human turn (not a summary or other message a strategy made up); -1 if none.
     ``skip_empty``: an empty user message is no turn (``is_prompt``)."""
@@ -236,8 +251,9 @@ def latest_human_index(messages: Sequence[Message], *, skip_empty: bool = False)
 
 
 def latest_human(messages: Sequence[Message]) -> Message | None:
-    """The latest real human turn (not a summary or other message a strategy made up)."""
-    i = latest_human_index(messages)
+    """The latest real human turn (not a summary or other message a strategy made up), one that
+    says something: an empty user message is no request (``is_prompt``)."""
+    i = latest_human_index(messages, skip_empty=True)
     return messages[i] if i >= 0 else None
 
 
@@ -269,10 +285,12 @@ QUOTE_LEAD = "\n\nThe user's latest message:\n"
 
 def latest_human_text(messages: Sequence[Message]) -> tuple[Message, str] | None:
     """(message, text) of the user's latest request: a real human turn, or the quote an earlier
-    summary carried (when that summary is newer than every human turn left). None if neither."""
+    summary carried (when that summary is newer than every human turn left). None if neither.
+    An empty user message is no request (``is_prompt``): taken for the latest, it would leave the
+    real one before it unquoted when a summary replaces it."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        if not m.meta.get("summary") and not m.meta.get("synthetic") and m.is_human_turn:
+        if not m.meta.get("summary") and not m.meta.get("synthetic") and is_prompt(m):
             return m, m.text
         if m.meta.get("summary") and QUOTE_LEAD in m.text:
             return m, m.text.rsplit(QUOTE_LEAD, 1)[1]

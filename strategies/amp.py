@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bench.context import Context
-from strategies._tools import latest_human, remember_files, step_start, text_user
+from strategies._tools import latest_human, remember_files, step_start, text_user, waiting_from
 from strategies.base import Outcome, Strategy, event
 from traces.model import Message
 
@@ -52,10 +52,17 @@ class Amp(Strategy):
     ones, newest first, each capped at 32 KB, added while they fit the 25K-token budget (a file
     that does not fit is skipped). File contents are the latest read/write results seen in the
     trace, an approximation of the files on disk at handoff time.
+    Version 2: the latest user message (the goal, the quote after a summary) is the latest one
+    that says something; version 1 took an empty user message after it (a log can hold one, Amp
+    sends none: the API refuses it) and lost the request. And no handoff while a call waits for
+    its result (a log with an assistant message between a call and its result): the user starts
+    a handoff (spec/strategies.md §5), so between turns, never in the middle of a call; version 1
+    handed off then, and the result came back without its call. It happens at the next call.
     """
 
     name = "amp"
     citation = "Amp (closed source): ampcode.com Handoff post (Nov 2025); amp-code-spec teardown v0.0.1769212917"
+    version = 2
 
     estimator: str = "truth"
     threshold: int = 100_000
@@ -106,6 +113,8 @@ class Amp(Strategy):
         return chosen, used
 
     def _handoff(self, ctx: Context, session: Session) -> Outcome | None:
+        if waiting_from(ctx.messages) < len(ctx):  # the user hands off between turns, not mid-call
+            return None
         head = ctx.messages[:1] if ctx.system else ()
         human = latest_human(ctx.messages)
         goal = human.text if human is not None else "Continue the task."

@@ -57,11 +57,13 @@ class BaseAgent(Strategy):
     The prune is a per-call view: ``manage_context`` returns the list sent on this call, and the
     loop keeps a returned list only when it is shorter (a compaction), so pruned outputs come back
     in full on the next call and are pruned again (version 2; version 1 persisted the prune).
+    Version 3: the latest user message appended to the summary is the latest one that says
+    something (version 2 took an empty user message after it and appended nothing).
     """
 
     name = "baseagent"
     citation = "PlatformNetwork/baseagent src/core/compaction.py @4755e816; docs/context-management.md"
-    version = 2
+    version = 3
 
     context_limit: int = 200_000
     """MODEL_CONTEXT_LIMIT; 0 = use the model's window."""

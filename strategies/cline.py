@@ -95,12 +95,14 @@ class Cline(Strategy):
     without one, as in Cline (it no longer gets a text block inserted). Version 4: the dedup
     savings share divides by text, tool-result and image characters only, and only block 0 of
     each user message (calculateContextOptimizationMetrics), not the whole rendered history.
+    Version 5: the latest request deviation (1) skips an empty user message (a log can hold one;
+    Cline sends none: the API refuses it), which version 4 kept instead of the real request.
     """
 
     name = "cline"
     citation = ("cline/cline @94f5a47a59d4de809463911aad9b9672ab1cbbbf apps/vscode/src/core/context/"
                 "context-management/ContextManager.ts + context-window-utils.ts + core/prompts/responses.ts")
-    version = 4
+    version = 5
 
     estimator: str = "truth"
     """Cline decides on the provider-reported usage of the previous request, not a local estimate."""
@@ -143,7 +145,7 @@ class Cline(Strategy):
         cut = end + 1
         # Cline's cut: the range ends on an assistant message; results of its calls leave what follows
         kept = without_orphan_results((*msgs[:start], *msgs[cut:]), msgs[start:cut])
-        human = last_human_index(msgs)
+        human = last_human_index(msgs, skip_empty=True)  # an empty user message is no request
         if start <= human < cut:  # deviation: keep the latest human request (contract invariant 2)
             text = tuple(b for b in msgs[human].blocks if not isinstance(b, ToolResult))
             kept.insert(start, replace(msgs[human], blocks=text))
@@ -316,12 +318,15 @@ class ClineSdk(Strategy):
     results of a typed message that also carries tool results are stripped; the summary quotes the
     latest human request when it was summarized away (harness contract).
     Version 2: the source's cut walk, the message budget net of the system prompt, basic on overflow.
+    Version 3: the summary quotes the latest request that says something (an empty user message
+    after it is none: ``latest_human_text``), and basic compaction passes over a user message with
+    no content (version 2 crashed reading its first block).
     """
 
     name = "cline:sdk"
     citation = ("cline/cline @21cb8d2525bcedf1f4b6890b27a74a14fe7451e4 sdk/packages/core/src/extensions/context/"
                 "compaction.ts + compaction-shared.ts + agentic-compaction.ts + basic-compaction.ts")
-    version = 2
+    version = 3
 
     estimator: str = "json-chars/3"
     trigger_fraction: float = 0.9
@@ -408,8 +413,8 @@ class ClineSdk(Strategy):
         h = msgs[first:]
         if len(h) < 2:
             return None
-        typed = [i for i, m in enumerate(h) if is_turn_start(m) and (m.text.strip() or len(m.blocks) > 1
-                                                                     or not isinstance(m.blocks[0], Text))]
+        typed = [i for i, m in enumerate(h) if is_turn_start(m) and m.blocks  # an empty message types nothing
+                 and (m.text.strip() or len(m.blocks) > 1 or not isinstance(m.blocks[0], Text))]
         if not typed:
             return None
         latest = typed[-1]

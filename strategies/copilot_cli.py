@@ -58,10 +58,14 @@ class CopilotCli(Strategy):
       ``summary_seconds`` after it started (the replay clock: recorded timestamps, else 10 s per call;
       a recorded session's compaction_start → compaction_complete gap calibrates it); the summary prompt
       (SUMMARY_PROMPT) and the summary going in as one user message as written.
+
+    Version 2: a summary that replaces the latest request quotes the latest one that says something
+    (version 1 took an empty user message after it and quoted nothing).
     """
 
     name = "copilot-cli"
     citation = SRC
+    version = 2
 
     estimator: str = "truth"
     background_threshold: float = 0.80

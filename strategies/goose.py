@@ -96,11 +96,13 @@ class Goose(Strategy):
     No divergence found in this pass. Deviation kept: Goose summarizes with ``complete_fast``
     (the provider's fast model); we use the session's model.
     Version 2: the 80% check only at the start of a reply, not before every call of the tool loop.
+    Version 4: a summary that replaces the latest request quotes the latest one that says something
+    (version 3 took an empty user message after it and quoted nothing).
     """
 
     name = "goose"
     citation = SRC + " + block/goose@0086ae65 crates/goose/src/agents/agent.rs (reply / reply_internal)"
-    version = 3
+    version = 4
     summary_overhead = False
     """The conversation goes into the compaction.md system prompt with no tools (strategies.md §8, compact_messages):
     the summary request does not carry the agent's fixed overhead. Version 3: billed so."""

@@ -76,11 +76,13 @@ class FiveLayer(Strategy):
     query-loop turn, once a round's results are in (§4.1 trigger, item 4; the recorded boundary
     follows the last tool result, see ``ClaudeCode``), and sends no empty message (the API refuses
     one). Found by the slow contract suite (``empty_messages`` shape: an orphan result).
+    Version 4: an empty user message after the latest request is not that request either: the
+    L3/L4 summary quotes the real one and L5 keeps it (version 3 quoted and kept the empty one).
     """
 
     name = "five-layer"
     citation = "seed 5-layer defense; Claude Code services/compact/* per spec/strategies.md §4.1"
-    version = 3
+    version = 4
 
     estimator: str = "chars/4"
     persist_pct: float | None = 0.60
@@ -408,6 +410,7 @@ class ClaudeCode(FiveLayer):
     the summary and straight the next assistant message (version 3; version 2 kept the step).
     The trigger still counts it (the recorded pre-compaction size includes it). Version 4: an empty
     user message between a call and its results is no turn to keep from (``FiveLayer`` version 3).
+    Version 5: nor the request the summary quotes (``FiveLayer`` version 4).
 
     ``claude-code:1.0`` (Claude Code 1.0.x, 2025): auto-compact at 92% of the whole window (no
     output reserve, no 13K buffer), as public reverse-engineering notes of the 1.0 bundle describe
@@ -416,7 +419,7 @@ class ClaudeCode(FiveLayer):
 
     name = "claude-code"
     citation = "Claude Code services/compact/autoCompact.ts, prompt.ts (issues #12004, #31806); spec §4.1"
-    version = 4
+    version = 5
 
     persist_pct: float | None = None
     microcompact_pct: float | None = None

@@ -75,10 +75,13 @@ class LLMSummary(Strategy):
     with the previous checkpoint (or the problem statement) as context; the new checkpoint, an
     assistant message "Checkpoint for the last 21 turns:\\n…", replaces the old one and the
     turns it covers; the other turns stay verbatim. So it first fires at turn 31, then every 21.
+    Version 2: a checkpoint that replaces the latest request quotes the latest one that says
+    something (version 1 took an empty user message after it and quoted nothing).
     """
 
     name = "llm-summary"
     citation = f"The Complexity Trap (arXiv 2508.21433); {REPO} SummarizeEveryNTurns n=21 keep_last_m_turns=10"
+    version = 2
 
     estimator: str = "truth"
     n: int = 21

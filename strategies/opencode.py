@@ -31,7 +31,7 @@ from strategies._tools import (
     text_assistant,
     text_user,
     tool_names,
-    unanswered_start,
+    waiting_from,
 )
 from strategies.base import Outcome, Strategy, event
 from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse, Usage
@@ -61,18 +61,6 @@ PRIOR_PROMPT = (
     "\n\nA summary of the earlier part is in <prior-summary> tags. Update it: carry forward what is "
     "still open, let the conversation win where they conflict, and move finished work to Completed."
     "\n<prior-summary>\n{summary}\n</prior-summary>")
-
-
-def waiting_from(msgs: tuple[Message, ...]) -> int:
-    """Index of the first assistant message since the latest human turn with a call still waiting
-    for its result; ``len(msgs)`` if none. A call whose id was answered earlier in the log (a
-    log's own misordering) is not waiting. Walks back to the latest human turn (more when a call waits)."""
-    start = unanswered_start(msgs)
-    if start == len(msgs):
-        return start
-    answered = {r.tool_use_id for m in msgs for r in m.tool_results}
-    return next((k for k in range(start, len(msgs)) if any(u.id not in answered for u in msgs[k].tool_uses)),
-                len(msgs))
 
 
 def js_round(x: float) -> int:
@@ -111,12 +99,14 @@ class OpenCode(Strategy):
     summarized the call, then the result came back alone); it runs at the next call, once the
     results are in; an overflow meanwhile keeps those calls out of the summary and replays them.
     Both were found by the slow contract suite (``empty_messages``, ``empty_assistant_between``).
+    Version 5: nor is an empty user message the request a summary quotes (``latest_human_text``;
+    version 4 quoted nothing when one came after the real request).
     """
 
     name = "opencode"
     citation = ("sst/opencode packages/opencode/src/session/compaction.ts @3df4a25506fb (tail) and classic "
                 "fork snapshots; session/overflow.ts @31e22f65e; provider/transform.ts @47767a7c")
-    version = 4
+    version = 5
     summary_overhead = False
     """The compaction agent has its own system prompt and no tools (strategies.md §1.4): the summary request
     does not carry the agent's fixed overhead. Version 3: billed so."""

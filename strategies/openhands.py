@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from itertools import repeat
+from operator import is_not
 from typing import TYPE_CHECKING
 
 from bench.context import Context
 from bench.prefix import derived, starts_with
-from strategies._tools import latest_human_index, quote_latest_human, safe_cut, text_user
+from strategies._tools import latest_human_index, quote_latest_human, safe_cut, text_user, waiting_from
 from strategies.base import Outcome, Strategy, event
 from traces.model import Block, Message, Text, ToolResult
 
@@ -70,12 +72,35 @@ def event_count(m: Message) -> int:
 
 
 def keep_indices(ctx: Context, indices: set[int], human: int | None = None) -> tuple[Message, ...]:
-    """The messages at ``indices`` (plus the latest human turn, see class docs), rendered.
-    ``human`` is that turn's index when the caller already knows it."""
-    human = latest_human_index(ctx.messages) if human is None else human
+    """The messages at ``indices`` (plus the latest human turn, see class docs; an empty user
+    message is none), rendered. ``human`` is that turn's index when the caller already knows it."""
+    human = latest_human_index(ctx.messages, skip_empty=True) if human is None else human
     if human >= 0:
         indices.add(human)
     return render([ctx.messages[i] for i in sorted(indices) if 0 <= i < len(ctx)], ctx.messages)
+
+
+def waits(ctx: Context) -> bool:
+    """Does a call in the view still wait for its result (a log with an assistant message between
+    a call and its result)? V0's controller does not step the agent, so its condenser does not
+    run, while an action is pending (OpenHands@d6fab190 openhands/controller/agent_controller.py
+    ``_step``, L880-888): the rolling V0 condensers wait for the result, as ``render`` would drop
+    the pending call from the stored view and the result would come back without it."""
+    return waiting_from(ctx.messages) < len(ctx)
+
+
+def around_waiting(ctx: Context, condense: Callable[[Context], Outcome | None]) -> Outcome | None:
+    """``condense`` on what precedes the calls still waiting for their results, those put back
+    after it as they are: a condensation request (an overflow) that comes while they wait."""
+    w = waiting_from(ctx.messages)
+    if w >= len(ctx):
+        return condense(ctx)
+    done = condense(ctx.replace(ctx.messages[:w])) if w > 1 else None
+    if done is None:
+        return None
+    after = ctx.replace((*done.context.messages, *ctx.messages[w:]))
+    return Outcome(after, tuple(replace(e, tokens_before=ctx.truth, tokens_after=after.truth,
+                                        detail=f"{e.detail}; calls in flight kept") for e in done.events))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,11 +124,15 @@ class LLMSummarizing(Strategy):
     too: V0 keeps ``max_size // 2``, not half the current view; version 2), the previous summary
     fed to the summarizer as context, unmatched calls dropped. Not modelled: V1 tool-loop boundaries
     (thinking across a loop), V0 max_event_length truncation of the summarizer's input.
+    Version 4: the summary quotes the latest request that says something (an empty user message
+    after it is none: ``latest_human_text``); V0 does not condense while a call waits for its
+    result (``waits``; version 3 stored a view without the call, and its result came back alone),
+    and a condensation request meanwhile condenses only what precedes the waiting calls.
     """
 
     name = "openhands"
     citation = V1
-    version = 3
+    version = 4
     summary_overhead = False
     """The condenser's request is one user message (instructions, the previous summary, the forgotten events)
     with no agent system prompt or tools (strategies.md §6.4-6.5): billed without the fixed overhead (version 3)."""
@@ -206,7 +235,7 @@ class LLMSummarizing(Strategy):
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
         reasons = self._reasons(ctx, session)
-        if not reasons:
+        if not reasons or (self.generation == "v0" and waits(ctx)):
             return None
         outcome = self._condense(ctx, session, reasons)
         if outcome is None and "tokens" in reasons:
@@ -214,8 +243,10 @@ class LLMSummarizing(Strategy):
         return outcome
 
     def on_overflow(self, ctx: Context, session: Session) -> Outcome | None:
+        if self.generation == "v0":
+            return around_waiting(ctx, lambda c: self._condense(c, session, self._reasons(c, session) | {"request"}))
         outcome = self._condense(ctx, session, self._reasons(ctx, session) | {"request"})
-        return outcome if outcome is not None or self.generation == "v0" else self._hard_reset(ctx, session)
+        return outcome if outcome is not None else self._hard_reset(ctx, session)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -423,7 +454,7 @@ class _MaskView:
             sent = tuple(filter(None, self.slots))
             if self.from_slots:  # the slots before the first one settled again are sent as before
                 d = min(dirty, default=len(self.slots))
-                derived(sent, before, d - self.slots[:d].count(None))
+                derived(sent, before, sum(map(is_not, self.slots[:d], repeat(None, d))))  # (count() asks ==)
             self.sent = Context(sent, self.estimate, meter.overhead + self.truth, meter)
             self.from_slots = True
         return True
@@ -470,11 +501,13 @@ class RecentEvents(_ViewCondenser):
     Source: V0 ``recent_events_condenser.py``; config defaults keep_first 1, max_events 100
     (constructor 10). Applied every step. Deviations: a view already within max_events is left
     as is (the code's slices overlap there and would repeat the head), and the latest human turn
-    is kept (harness contract).
+    is kept (harness contract). Version 2: an empty user message after that turn is none (a log
+    can hold one; no agent sends it), which version 1 kept instead of the real request.
     """
 
     name = "openhands:recent"
     citation = V0 + " RecentEventsCondenser"
+    version = 2
 
     keep_first: int = 1
     max_events: int = 100
@@ -537,7 +570,7 @@ class _RecentView:
         self.scanned = 0
         """Positions looked at for the first human turn while there was none."""
         self.latest_human = -1
-        """``latest_human_index`` of the history (found among the appended messages)."""
+        """``latest_human_index`` of the history, an empty user message skipped (found among the appended messages)."""
         self.start = 0
         """Where the tail window began (it ends at ``len(messages)``)."""
         self.human = -1
@@ -574,7 +607,7 @@ class _RecentView:
         made (then the caller starts a new one)."""
         msgs = ctx.messages
         n, n_old = len(msgs), len(self.messages)
-        new_human = latest_human_index(msgs[n_old:])
+        new_human = latest_human_index(msgs[n_old:], skip_empty=True)
         latest_human = self.latest_human = n_old + new_human if new_human >= 0 else self.latest_human
         if self.first_user is None:
             found = next((k for k in range(self.scanned, n) if msgs[k].is_human_turn), -1)
@@ -701,14 +734,14 @@ class _RecentView:
 
 
 def _latest_human(messages: tuple[Message, ...], state: dict) -> int:
-    """``latest_human_index(messages)``, walking back only over the messages appended since the last
+    """``latest_human_index(messages, skip_empty=True)``, walking back only over the messages appended since the last
     call when they extend the history it last saw (a sent-only view never changes the stored one)."""
     known: tuple[tuple[Message, ...], int] | None = state.get("latest_human")
     if known is not None and starts_with(messages, known[0]):
-        new = latest_human_index(messages[len(known[0]):])
+        new = latest_human_index(messages[len(known[0]):], skip_empty=True)
         human = len(known[0]) + new if new >= 0 else known[1]
     else:
-        human = latest_human_index(messages)
+        human = latest_human_index(messages, skip_empty=True)
     state["latest_human"] = (messages, human)
     return human
 
@@ -722,24 +755,28 @@ class AmortizedForgetting(Strategy):
     when the LLM call overflows, ``enable_history_truncation`` being on by default): keep
     view[:keep_first] + the last max_size//2 − keep_first events and forget the rest (one id
     range), if that forgets anything; rolling, stored. The latest human turn is kept (harness
-    contract). Version 2: an overflow is such a request (version 1 ignored it).
+    contract). Version 2: an overflow is such a request (version 1 ignored it). Version 3: an
+    empty user message is not that latest turn (version 2 kept it instead of the real request),
+    and nothing is forgotten while a call waits for its result (``waits``: version 2 stored a view
+    without the call, and its result came back alone); a request meanwhile forgets only what
+    precedes the waiting calls.
     """
 
     name = "openhands:amortized"
     citation = V0 + " AmortizedForgettingCondenser"
-    version = 2
+    version = 3
 
     estimator: str = "truth"
     max_size: int = 100
     keep_first: int = 1
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
-        if len(ctx) <= self.max_size:
+        if len(ctx) <= self.max_size or waits(ctx):
             return None
         return self._forget(ctx, f"{len(ctx)} events > max_size {self.max_size}")
 
     def on_overflow(self, ctx: Context, session: Session) -> Outcome | None:
-        return self._forget(ctx, "condensation request (context window exceeded)")
+        return around_waiting(ctx, lambda c: self._forget(c, "condensation request (context window exceeded)"))
 
     def _forget(self, ctx: Context, why: str) -> Outcome | None:
         n = len(ctx)

@@ -74,10 +74,13 @@ class TieredPlaceholders(Strategy):
     summarizes everything but the last ``tail_messages`` and re-injects the latest output of
     each essential tool verbatim. Calls to ``essential_tools`` are never cleared.
     Thresholds and sizes are our choices, documented here: no agent ships this cascade.
+    Version 2: a tier-2 summary that replaces the latest request quotes the latest one that says
+    something (version 1 took an empty user message after it and quoted nothing).
     """
 
     name = "tiered-placeholders"
     citation = "seed blog 'tiered placeholders' (cascade designed from its description; see module docstring)"
+    version = 2
 
     estimator: str = "chars/4"
     tier1: float = 0.60

@@ -7,7 +7,8 @@ sees every hook's outcome and every request sent, and asserts:
 1. the system prompt (when the session has one) is sent first and unchanged;
 2. the latest human turn's text is in what is sent, whole (as its message, or inside a summary),
    unless an event says the real agent itself cuts it (detail ``CUT_LATEST_HUMAN``: Codex keeps
-   at most 20K tokens of user messages);
+   at most 20K tokens of user messages); an empty user message is no turn (``is_prompt``: the
+   API refuses one, so no agent takes it for the latest request);
 3. no tool_result without its tool_use before it, no tool_use without its result, no id used
    twice, no empty message (bench/validity.py) -- unless the recorded session itself had that
    problem, in which case the replay flags the request ``invalid`` (every flagged call, and only
@@ -39,6 +40,7 @@ from bench.pricing import profile
 from bench.replay import ReplayConfig, replay
 from bench.tokens import TokenCounter, render
 from bench.validity import Problem, problems
+from strategies._tools import is_prompt
 from strategies.base import CUT_LATEST_HUMAN
 from tests.strategies.shapes import SHAPES, shaped
 from traces import native
@@ -96,14 +98,16 @@ class Checked:
 
     @staticmethod
     def _by_step(trace: Trace) -> tuple[dict[int, Message | None], dict[int, Counter]]:
-        """Per call: the latest human turn so far, and the problems of the uncompacted session
-        (what the recorded agent had; a strategy may pass these on, not add to them)."""
+        """Per call: the latest human turn so far (an empty one is none: checking that ``""`` is
+        sent would hide the loss of the real request before it), and the problems of the
+        uncompacted session (what the recorded agent had; a strategy may pass these on, not add
+        to them)."""
         latest: Message | None = None
         humans, recorded = {}, {}
         so_far: list[Message] = []
         for step in trace.steps():
             for m in step.inputs:
-                if m.is_human_turn:
+                if is_prompt(m):
                     latest = m
             so_far += step.inputs
             humans[step.index] = latest

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
-from strategies._tools import QUOTE_LEAD, quote_latest_human, safe_cut, step_start, text_user, unanswered_start
-from traces.model import Message, ToolResult, ToolUse
+from strategies._tools import (
+    QUOTE_LEAD,
+    last_human_index,
+    latest_human,
+    latest_human_text,
+    quote_latest_human,
+    safe_cut,
+    step_start,
+    text_user,
+    unanswered_start,
+    waiting_from,
+)
+from traces.model import Message, Text, ToolResult, ToolUse
 
 SYS = Message.text_message("system", "sys")
 ASK = Message.text_message("user", "look at the logs")
@@ -46,6 +57,29 @@ def test_a_quoted_request_is_carried_again_when_its_summary_is_summarized():
     assert quote_latest_human("summary two", msgs, (SYS, first)) == "summary two"  # still kept: not repeated
     newer = Message.text_message("user", "a newer request")
     assert quote_latest_human("s", (*msgs, newer), (SYS,)).endswith(QUOTE_LEAD + "a newer request")
+
+
+def test_an_empty_user_message_after_the_request_is_not_the_request_a_summary_quotes():
+    """A log can hold an empty user message (no content, or one empty text) after the real
+    request; no agent sends one (the API refuses it), so it is no request: the summary that
+    replaces the real one quotes the real one, not nothing."""
+    for empty in (Message("user", ()), Message("user", (Text(""),))):
+        answer = Message.text_message("assistant", "ok")
+        msgs = (SYS, ASK, call("a"), result("a"), answer, empty, call("b"), result("b"))
+        assert latest_human_text(msgs) == (ASK, ASK.text)
+        assert quote_latest_human("summary", msgs, (SYS,)) == "summary" + QUOTE_LEAD + ASK.text
+        assert quote_latest_human("summary", msgs, (SYS, ASK)) == "summary"  # kept: not quoted
+        assert latest_human(msgs) is ASK
+        assert last_human_index(msgs, skip_empty=True) == 1 and last_human_index(msgs) == 5
+    carried = text_user("s1" + QUOTE_LEAD + "the huge request", summary=True)
+    assert latest_human_text((SYS, carried, Message("user", ()))) == (carried, "the huge request")
+
+
+def test_waiting_from_finds_the_first_call_still_waiting_for_its_result():
+    thought = Message.text_message("assistant", "and another thought")
+    assert waiting_from((SYS, ASK, call("a"), result("a"), call("b"), EMPTY)) == 4
+    assert waiting_from((SYS, ASK, call("a"), EMPTY, result("a"))) == 5  # answered: none waits
+    assert waiting_from((SYS, ASK, call("a"), result("a"), call("a"), thought)) == 6  # answered earlier in the log
 
 
 def test_a_compaction_of_everything_keeps_a_call_still_waiting_for_its_result():
