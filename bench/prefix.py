@@ -25,6 +25,9 @@ LINEAGE_KEEP = 8
 """Derived tuples remembered (each with its parent): a few calls' worth of appends and views. They
 are held, and with them what they hold: a strategy that sends dozens of new 40K-character cuts a
 call (gemini-cli) kept 63 MB alive through 64 of them."""
+LINEAGE_MIN = 128
+"""A shared head shorter than this is not remembered nor looked up: comparing it costs less than
+the bookkeeping (the short sessions of ``make bench`` paid 0.5 s more for it than they saved)."""
 LINEAGE_DEPTH = 8
 """Derivations walked back to find an ancestor: what one step usually adds (a failed walk is pure
 cost, and a longer history only falls back to the comparison)."""
@@ -35,8 +38,8 @@ first; both tuples held, so an id cannot be reused while listed."""
 
 
 def derived(child: tuple[Any, ...], parent: tuple[Any, ...], same: int) -> None:
-    """Remember that ``child[:same]`` holds the objects of ``parent[:same]``."""
-    if same and child is not parent:
+    """Remember that ``child[:same]`` holds the objects of ``parent[:same]`` (when that is long)."""
+    if same >= LINEAGE_MIN and child is not parent:
         _derived[id(child)] = (child, parent, same)
         while len(_derived) > LINEAGE_KEEP:
             _derived.popitem(last=False)
@@ -45,7 +48,7 @@ def derived(child: tuple[Any, ...], parent: tuple[Any, ...], same: int) -> None:
 def extend(parent: tuple[Any, ...], added: tuple[Any, ...]) -> tuple[Any, ...]:
     """``parent + added``, remembered as grown from ``parent``."""
     child = parent + added
-    if added:
+    if added and len(parent) >= LINEAGE_MIN:
         derived(child, parent, len(parent))
     return child
 
@@ -76,7 +79,8 @@ def grew_from(child: tuple[Any, ...], parent: tuple[Any, ...]) -> bool:
 def starts_with(seq: tuple[Any, ...], head: tuple[Any, ...]) -> bool:
     """Does ``seq`` begin with ``head``'s objects? What is known of their derivation answers at once;
     otherwise one identity pass (a strategy's "the history only grew" test)."""
-    return len(seq) >= len(head) and (shared_head(head, seq) >= len(head) or all(map(is_, head, seq)))
+    return len(seq) >= len(head) and ((len(head) >= LINEAGE_MIN and shared_head(head, seq) >= len(head))
+                                      or all(map(is_, head, seq)))
 
 
 def first_difference(a: tuple[Any, ...], b: tuple[Any, ...], start: int = 0, stop: int | None = None) -> int:
@@ -85,7 +89,7 @@ def first_difference(a: tuple[Any, ...], b: tuple[Any, ...], start: int = 0, sto
     ``a`` the older tuple and ``b`` one derived from it (``shared_head``)."""
     n = min(len(a), len(b)) if stop is None else stop
     if start == 0:
-        start = min(shared_head(a, b), n)  # known to be the same objects so far
+        start = min(shared_head(a, b), n) if n >= LINEAGE_MIN else 0  # known to be the same objects so far
         if start == n or (not start and a[:n] == b[:n]):  # else one C loop (a whole-tuple slice is no copy)
             return n
     i = start

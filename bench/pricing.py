@@ -225,6 +225,11 @@ class _Entry:
         return self.sums[len(self.messages) - 1] if self.messages else 0
 
 
+ALIGNED_MIN = 64
+"""Positions past the shared prefix from which ``_running_sums`` takes steps by position: on fewer,
+counting each message is cheaper than the slicing."""
+
+
 class PromptCache:
     """The provider-side prefix cache of one conversation with one model.
 
@@ -328,7 +333,7 @@ class PromptCache:
         if reuse is not None and callable(counts):
             old = reuse.messages
             lo, hi = max(n, reuse.counted), min(len(old), len(msgs))
-            if lo < hi:
+            if hi - lo >= ALIGNED_MIN:
                 for i in range(n, lo):
                     acc += counts(msgs[i])
                     out.append(acc)
@@ -340,7 +345,12 @@ class PromptCache:
                     prev = p + 1
                 out.extend(map(add, known[prev:hi], repeat(delta, hi - prev)))
                 acc, start = out[-1], hi
-        for i in range(start, len(msgs)):
-            acc += counts(msgs[i]) if callable(counts) else counts[i]
-            out.append(acc)
+        if callable(counts):
+            for m in msgs[start:]:
+                acc += counts(m)
+                out.append(acc)
+        else:
+            for i in range(start, len(msgs)):
+                acc += counts[i]
+                out.append(acc)
         return out

@@ -215,6 +215,8 @@ def _runs(inputs: tuple[Message, ...], answered: Message | None) -> list[tuple[M
     """The step's messages (after the previous answer, when there is one) cut after each one that
     carries tool results: ``on_tool_result`` runs there, and nothing runs between the others."""
     msgs = (answered, *inputs) if answered is not None else inputs
+    if not any(m.tool_results for m in msgs[:-1]):  # the usual step: one run (none: no messages)
+        return [msgs] if msgs else []
     runs, start = [], 0
     for i in range(len(msgs)):
         if msgs[i].tool_results:

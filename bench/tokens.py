@@ -47,16 +47,10 @@ def remember(memo: dict[Any, tuple[Any, Any]], key: Any, m: Message, value: Any)
 
     A replay builds messages all the time (cuts, placeholders, summaries) and memos keyed by
     identity would otherwise hold every one it ever sent (gemini-cli's re-cut outputs at 3M tokens:
-    1.8 GB). A trace's own messages live as long as the trace anyway. Read with ``recall``."""
+    1.8 GB). A trace's own messages live as long as the trace anyway. An entry is ``m``'s when its
+    first item is ``m`` or a ``weakref.ref`` to it (checked inline by the readers: they run a million
+    times a bench)."""
     memo[key] = (ref(m, lambda _, memo=memo, key=key: memo.pop(key, None)), value)
-
-
-def recall(hit: tuple[Any, Any] | None, m: Message) -> bool:
-    """Is ``hit`` (a memo entry: the message, or a weak reference to it, and the value) ``m``'s?"""
-    if hit is None:
-        return False
-    held = hit[0]
-    return held is m or (held.__class__ is ref and held() is m)
 
 
 def _image_count(m: Message) -> int:
@@ -298,7 +292,7 @@ class TokenCounter:
 
     def truth(self, m: Message) -> int:
         hit = self._truth.get(id(m))
-        if hit is not None and (hit[0] is m or recall(hit, m)):
+        if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
             return hit[1]
         self.calls += 1
         n = self.text(render(m)) + MESSAGE_OVERHEAD + IMAGE_TOKENS * _image_count(m)
@@ -310,7 +304,7 @@ class TokenCounter:
             return self.truth(m)
         key = (estimator, id(m))
         hit = self._est.get(key)
-        if hit is not None and (hit[0] is m or recall(hit, m)):
+        if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
             return hit[1]
         try:
             fn = ESTIMATORS[estimator]

@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from weakref import ref
 
 from bench.prefix import differences
-from bench.tokens import recall, remember
+from bench.tokens import remember
 from traces.model import Message, Text, ToolResult, ToolUse
 
 EVENT_KIND = "invalid"
@@ -72,7 +73,7 @@ class RequestCheck:
 
     def shape(self, m: Message) -> tuple:
         hit = self._shapes.get(id(m))
-        if hit is not None and (hit[0] is m or recall(hit, m)):
+        if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
             return hit[1]
         found = _shape(m)
         remember(self._shapes, id(m), m, found)  # kept while the message lives

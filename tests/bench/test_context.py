@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+from bench import prefix
 from bench.context import Meter
 from bench.prefix import first_difference, grew_from, shared_head
 from bench.tokens import TokenCounter
@@ -15,7 +16,8 @@ def _messages(rng: random.Random, n: int) -> list[Message]:
     return [Message.text_message(rng.choice(("user", "assistant")), "word " * rng.randint(1, 40)) for _ in range(n)]
 
 
-def test_patch_and_replace_keep_the_totals_a_recount_gives() -> None:
+def test_patch_and_replace_keep_the_totals_a_recount_gives(monkeypatch) -> None:
+    monkeypatch.setattr(prefix, "LINEAGE_MIN", 1)  # short contexts: remember every derivation
     rng = random.Random(3)
     meter = Meter(TokenCounter(), "chars/4", overhead=7)
     pool = _messages(rng, 30)
@@ -37,7 +39,8 @@ def test_patch_and_replace_keep_the_totals_a_recount_gives() -> None:
             assert all(a is b for a, b in zip(ctx.messages[:k], derived.messages[:k], strict=True))
 
 
-def test_a_patch_at_one_position_is_known_up_to_it_and_an_append_entirely() -> None:
+def test_a_patch_at_one_position_is_known_up_to_it_and_an_append_entirely(monkeypatch) -> None:
+    monkeypatch.setattr(prefix, "LINEAGE_MIN", 1)
     rng = random.Random(4)
     meter = Meter(TokenCounter())
     ctx = meter.context(_messages(rng, 50))
@@ -51,3 +54,12 @@ def test_a_patch_at_one_position_is_known_up_to_it_and_an_append_entirely() -> N
     assert view.patch({}) is view and grew_from(view.patch({}, (masked,)).messages, view.messages)
     dropped = ctx.replace((*ctx.messages[:10], *ctx.messages[20:]))
     assert shared_head(ctx.messages, dropped.messages) == 10
+
+
+def test_a_short_shared_head_is_not_remembered() -> None:
+    # Below LINEAGE_MIN a comparison costs less than the bookkeeping: nothing is remembered.
+    rng = random.Random(5)
+    ctx = Meter(TokenCounter()).context(_messages(rng, prefix.LINEAGE_MIN - 1))
+    assert shared_head(ctx.messages, ctx.append(*_messages(rng, 1)).messages) == 0
+    longer = ctx.append(*_messages(rng, 1))
+    assert shared_head(longer.messages, longer.append(*_messages(rng, 1)).messages) == len(longer)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
+from bench import prefix
 from bench.prefix import (
     BLOCK,
     LINEAGE_DEPTH,
@@ -31,6 +34,12 @@ class Counted:
         return isinstance(other, Counted) and self.v == other.v
 
     __hash__ = None  # type: ignore[assignment]
+
+
+@pytest.fixture(autouse=True)
+def remember_short_tuples(monkeypatch):
+    """These tuples are short: remember every derivation (LINEAGE_MIN is a cost threshold)."""
+    monkeypatch.setattr(prefix, "LINEAGE_MIN", 1)
 
 
 def naive_first(a: tuple, b: tuple, start: int = 0, stop: int | None = None) -> int:

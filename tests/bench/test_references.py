@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 import strategies
+from bench import prefix
 from bench.metrics import results_table
 from bench.prefix import derived
 from bench.pricing import profile
@@ -134,13 +135,14 @@ def test_a_different_history_is_searched_on_its_own():
     assert ReferenceCheck(shared).unseen(b[:6], [*b[:2], a[2], a[3]], b[6]) == 0  # a copy of what b read
 
 
-def test_the_incremental_check_counts_what_a_from_scratch_check_counts():
+def test_the_incremental_check_counts_what_a_from_scratch_check_counts(monkeypatch):
     # A reference is lost when the history so far holds it and no message sent does (by text: a
     # recorded message holds it exactly when its text does). Random sessions whose views keep a
     # head and a tail, drop and restore old messages, send rewritten copies and placeholders that
     # quote paths, and sometimes start over; the incremental check must agree at every call.
     rng = random.Random(9)
     paths = [f"/src/module_{i}.py" for i in range(12)]
+    monkeypatch.setattr(prefix, "LINEAGE_MIN", 1)  # short views: every derivation declared is kept
 
     def from_scratch(history, sent, answer) -> int:
         texts = [render(m) for m in sent]

@@ -186,3 +186,13 @@ def test_hooks_see_the_history_as_if_each_message_were_appended_alone():
             so_far.append(step.answer)
     assert [(h, list(map(id, m))) for h, m, _ in seen] == [(h, list(map(id, m))) for h, m in expected]
     assert all(ok for *_, ok in seen)
+
+
+def test_a_session_that_opens_with_an_answer_replays():
+    # The first step then has no messages before its answer (a chat export can start so).
+    msgs = (Message.text_message("assistant", "Hello."), Message.text_message("user", "hi"),
+            Message.text_message("assistant", "How can I help?"))
+    seen: list = []
+    result = replay(Trace("answer-first", msgs), Watch(seen=seen), ReplayConfig(TINY), counter=TokenCounter())
+    assert result.error is None and len(result.calls) == 2
+    assert [len(m) for _, m, _ in seen] == [0, 2]
