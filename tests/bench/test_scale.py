@@ -112,28 +112,35 @@ def test_plan_counts_tasks_and_estimates(tmp_path, capsys):
     assert not any(tmp_path.iterdir())
 
 
-def _slow(job, seconds):
-    time.sleep(seconds[job.tasks[0][0]])
-    return [TaskOutput(job.tasks[0][0], {"error": ""})]
+def _slow(job, seconds, started):
+    key = job.tasks[0][0]
+    Path(started, key).touch()  # the test waits for the slow task to really run, not just be queued
+    time.sleep(seconds[key])
+    return [TaskOutput(key, {"error": ""})]
 
 
-def test_a_second_ctrl_c_keeps_the_finished_tasks():
+def test_a_second_ctrl_c_keeps_the_finished_tasks(tmp_path):
     """Interrupted while waiting for a slow task, the executor still hands over the fast one."""
-    pool = executors.ProcessExecutor(_slow, ({"fast": 0.0, "slow": 30.0},), workers=2)
+    pool = executors.ProcessExecutor(_slow, ({"fast": 0.0, "slow": 30.0}, str(tmp_path)), workers=2)
     saved = []
+    # Ctrl-C must raise here as it does in a terminal, whatever handler an earlier test left
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         jobs = [executors.Job(None, None, ((k, None),)) for k in ("slow", "fast")]
         for job in jobs:
             pool.pending.add(pool.pool.submit(pool.fn, job, *pool.args))
-        deadline = time.time() + 20  # the fast one finished and the slow one started (on a loaded
-        while time.time() < deadline and not (  # machine it may still wait in the queue: cancellable)
-                any(f.done() for f in pool.pending) and all(f.running() or f.done() for f in pool.pending)):
+        deadline = time.time() + 60  # spawned workers start slowly on a loaded machine
+        while time.time() < deadline and not (
+                (tmp_path / "slow").exists() and any(f.done() for f in pool.pending)):
             time.sleep(0.05)
+        assert (tmp_path / "slow").exists(), "the slow task never started (workers did not come up in 60 s)"
+        assert [f.exception() for f in pool.pending if f.done()] == [None], "the fast task failed"
         timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
         timer.start()
         with pytest.raises(KeyboardInterrupt):
             pool.interrupt(lambda outs: saved.extend(o.key for o in outs))
     finally:
+        signal.signal(signal.SIGINT, handler)
         pool.kill()
     assert saved == ["fast"]
 
