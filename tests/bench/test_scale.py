@@ -168,9 +168,11 @@ def _alive(pid: int) -> bool:
         return False
 
 
-BUSY = ("--traces", "synthetic:long", "--seeds", "6", "--strategies", "none", "opencode", "codex", "amp",
+BUSY = ("--traces", "synthetic:long", "--seeds", "12", "--strategies", "none", "opencode", "codex", "amp",
         "--workers", "2", "--quiet", "--no-report")
-"""24 tasks: long enough that an interrupt lands mid-run however fast the replay gets."""
+BUSY_TASKS = 48
+"""Long enough that an interrupt lands mid-run however fast the replay gets (24 tasks finished in
+under 2 s once the replay got faster)."""
 
 
 @pytest.mark.slow
@@ -181,7 +183,7 @@ def test_interrupted_twice_then_resumed_equals_an_uninterrupted_run(tmp_path):
     deadline = time.time() + 60
     while len(_children(proc.pid)) < 2 and time.time() < deadline:
         time.sleep(0.1)
-    time.sleep(1.5)  # the workers have finished a few of the 24 tasks (the whole run takes ~6 s idle)
+    time.sleep(1.5)  # the workers have finished a few of the tasks (the whole run takes ~8 s idle)
     assert proc.poll() is None, "the run finished before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
@@ -194,9 +196,9 @@ def test_interrupted_twice_then_resumed_equals_an_uninterrupted_run(tmp_path):
     resumed = subprocess.run(_cli("run", *BUSY, "--name", "i", "--out", str(tmp_path)), cwd=REPO, env=env,
                              capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
-    assert len(kept) < 24  # interrupted mid-run
-    assert f"24 tasks ({len(kept)} resumed)" in resumed.stdout
-    whole = run(RunConfig(traces=("synthetic:long",), seeds=6, strategies=("none", "opencode", "codex", "amp"),
+    assert len(kept) < BUSY_TASKS  # interrupted mid-run
+    assert f"{BUSY_TASKS} tasks ({len(kept)} resumed)" in resumed.stdout
+    whole = run(RunConfig(traces=("synthetic:long",), seeds=12, strategies=("none", "opencode", "codex", "amp"),
                           executor="local", name="w", out=str(tmp_path)), progress=False)
     assert (whole.run_dir / "results.csv").read_bytes() == (tmp_path / "i" / "results.csv").read_bytes()
     assert (whole.run_dir / "calls.csv").read_bytes() == (tmp_path / "i" / "calls.csv").read_bytes()
