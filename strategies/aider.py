@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from bench.context import Context
 from bench.pricing import ModelProfile
 from bench.tokens import MESSAGE_OVERHEAD
-from strategies._tools import is_read_only, new_human_turn, safe_cut, text_assistant, text_user
+from strategies._tools import is_prompt, is_read_only, new_human_turn, safe_cut, text_assistant, text_user
 from strategies.base import Outcome, Strategy, event
 from traces.model import Message
 
@@ -53,7 +53,7 @@ def done_end(messages: tuple[Message, ...], start: int, turn: int) -> int:
     ``cur_messages`` only; the caller keeps call/result pairs whole (``safe_cut``)."""
     for i in range(turn - 1, start - 1, -1):
         if edited(messages[i]):
-            return next((j for j in range(i + 1, turn) if messages[j].is_human_turn and messages[j].blocks
+            return next((j for j in range(i + 1, turn) if is_prompt(messages[j])
                          and not messages[j].meta.get("aider_output")), turn)
     return start
 
@@ -104,12 +104,15 @@ class Aider(Strategy):
     recursion test; the version-2 behaviour is the "2024" generation (history.py @7a56be17, its
     head loop before 188e9e11, 2025-04-10). Version 4: only turns that edited join done_messages
     (both generations: base_coder.py:1206-1213 @7a56be17 has the same rule), and message counts
-    include their JSON framing.
+    include their JSON framing. Version 5: an empty user message (no content, or one empty text)
+    opens no turn: Aider sends none (the API refuses one), and a log can hold one between a call and
+    its results, where version 4 summarized the call and its results came back without it (found
+    by the slow contract suite, ``empty_messages``).
     """
 
     name = "aider"
     citation = "Aider-AI/aider@5dc9490b aider/history.py ChatSummary"
-    version = 4
+    version = 5
     summary_overhead = False
     """ChatSummary sends its own short system prompt and the history, no repo map or tools (strategies.md §7)."""
 
@@ -140,10 +143,10 @@ class Aider(Strategy):
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
         msgs = ctx.messages
-        turn = new_human_turn(msgs)  # O(step): -1 unless this call opens a new turn
+        turn = new_human_turn(msgs, skip_empty=True)  # O(step): -1 unless this call opens a new turn
         start = 1 if ctx.system else 0
-        if turn <= start or not msgs[turn].blocks:
-            return None  # no finished exchanges, not the first call of this turn, or an empty "turn"
+        if turn <= start:
+            return None  # no finished exchanges, or not the first call of this turn (an empty message opens none)
         end = done_end(msgs, start, turn)  # O(cur_messages)
         if end <= start:
             return None  # nothing edited yet: every exchange is still in cur_messages

@@ -14,7 +14,8 @@ from bench.session import Session
 from bench.summarizers import Summary, SummaryRequest
 from bench.tokens import TokenCounter
 from strategies.aider import SUMMARY_PREFIX, Aider, history_budget
-from traces.model import Message, ToolResult, ToolUse, Trace, orphans
+from tests.strategies.test_contract import check_strategy
+from traces.model import Message, Text, ToolResult, ToolUse, Trace, orphans
 
 SONNET = profile("claude-sonnet-4-5")
 
@@ -194,3 +195,18 @@ def test_replay_end_to_end_over_several_turns():
     assert result.summaries and all(e.hook == "before_call" for e in result.events)
     assert orphans(finals[-1].messages) == (set(), set())
     assert all(m.text.startswith(SUMMARY_PREFIX) for m in finals[-1].messages if m.meta.get("summary"))
+
+
+@pytest.mark.parametrize("name", ["aider", "aider:2024"])
+def test_an_empty_user_message_between_a_call_and_its_results_opens_no_turn(name):
+    # Found by the slow contract suite (empty_messages): version 4 took the empty message for a new
+    # turn, summarized the call before it, and its results came back without it.
+    msgs = [Message.text_message("system", "You are a coding agent."), Message.text_message("user", "Task: fix app.py")]
+    for k in range(4):
+        msgs += [Message("assistant", (ToolUse(f"e{k}", "edit_file", {"path": f"/src/f{k}.py"}),)),
+                 Message("user", (ToolResult(f"e{k}", "applied edit " * 400),))]
+    msgs += [Message("assistant", (ToolUse("s3t0", "edit_file", {"path": "/src/app.py"}),)),
+             Message("user", (Text(""),)), Message("assistant", ()),
+             Message("user", (ToolResult("s3t0", "applied edit " * 400),)),
+             Message.text_message("user", "Now run the tests."), Message.text_message("assistant", "Done.")]
+    check_strategy(name, Trace("empty-between", tuple(msgs)))
