@@ -15,10 +15,10 @@ import json
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
+from bench.prefix import starts_with
 from bench.tokens import MESSAGE_OVERHEAD, TokenCounter, safe_split
 from strategies._tools import last_assistant_index, text_assistant, text_user
 from strategies.base import Event, Outcome, Strategy, event
@@ -518,7 +518,7 @@ class GeminiCli(Strategy):
 
         n = len(history)
         key = (budget, limit, tok)
-        if view is not None and view[0] == key and len(view[1]) <= n and all(map(is_, history, view[1])):
+        if view is not None and view[0] == key and starts_with(history, view[1]):
             n0, bigs, total, spent = len(view[1]), list(view[2]), view[3], view[4]
         else:
             n0, bigs, total, spent = 0, [], 0 if tok is not None else None, None

@@ -15,6 +15,7 @@ from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
+from bench.prefix import starts_with
 from strategies._tools import (
     is_read_only,
     last_assistant_index,
@@ -225,7 +226,7 @@ class FiveLayer(Strategy):
         messages can hold one. Anything else runs ``_persist`` over the whole history."""
         clean: tuple[Message, ...] | None = state.get("persisted")
         msgs = ctx.messages
-        if clean is None or len(msgs) < len(clean) or not all(map(is_, clean, msgs)):
+        if clean is None or not starts_with(msgs, clean):
             new, ev = self._persist(ctx)
             seen = {id(m) for m in msgs}
             changed: Sequence[Message] = [m for m in new.messages if id(m) not in seen]
@@ -494,7 +495,7 @@ class _Settled:
         """Take in the messages appended to the history last left; False when ``messages`` does not
         extend it or the ids stop being simple (then the caller runs the whole history)."""
         old = self.messages
-        if not self.simple or len(messages) < len(old) or not all(map(is_, old, messages)):
+        if not self.simple or not starts_with(messages, old):
             return False
         self.simple = self._add(messages[len(old):])
         self.messages = messages

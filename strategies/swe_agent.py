@@ -9,11 +9,10 @@ exactly the rolling rewrite that breaks the prompt cache from that point on.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import is_
 from typing import TYPE_CHECKING
 
 from bench.context import Context
-from bench.prefix import grew_from
+from bench.prefix import starts_with
 from strategies._tools import rewrite_results
 from strategies.base import Outcome, Strategy, event
 from traces.model import Message, ToolResult
@@ -163,5 +162,4 @@ class _View:
 
     def follows(self, messages: tuple[Message, ...]) -> bool:
         """Is ``messages`` this view's history with messages appended (and observation 0 settled)?"""
-        return self.fixed and (grew_from(messages, self.messages) or (
-            len(messages) >= len(self.messages) and all(map(is_, self.messages, messages))))
+        return self.fixed and starts_with(messages, self.messages)
