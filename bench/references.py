@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from itertools import compress
 from operator import is_not
 
-from bench.prefix import first_difference, shared_head
+from bench.prefix import first_difference
 from bench.tokens import render
 from traces.model import Message, ToolUse, Trace
 
@@ -123,14 +123,15 @@ class RecordedIndex:
             return range(start, upto)
         return best[bisect_left(best, start):bisect_left(best, upto)]
 
-    def carriers(self, ref: str, upto: int) -> list[int]:
-        """Positions before ``upto`` of the recorded messages that hold ``ref``, oldest first."""
+    def carriers(self, ref: str, upto: int) -> tuple[list[int], int]:
+        """The positions of the recorded messages that hold ``ref``, oldest first, and how many of
+        them lie before ``upto`` (the list is shared: another replay may have searched further)."""
         searched, found = self._found.get(ref, (0, []))
         if searched < upto:
             texts = self.texts
             found.extend(i for i in self._candidates(ref, searched, upto) if ref in texts[i])
             self._found[ref] = (upto, found)
-        return found if not found or found[-1] < upto else found[:bisect_left(found, upto)]
+        return found, len(found) if not found or found[-1] < upto else bisect_left(found, upto)
 
     def references(self, answer: Message) -> list[tuple[str, ...]]:
         """The non-empty ``references`` of each tool call of ``answer``, computed once per message."""
@@ -184,8 +185,10 @@ class ReferenceCheck:
         self._by_text: dict[str, dict[int, Message]] = {}
         """The same messages by text: a placeholder repeated across the view is searched once."""
         """id → a message the strategy wrote that is in the view (held) and its text."""
-        self._view: tuple[Message, ...] = ()
-        """What was sent at the last call with references (value-equal to it, these objects held)."""
+        self._view: list[Message] = []
+        """What was sent at the last call (value-equal to it, these objects held), moved in place."""
+        self._sent: tuple[Message, ...] = ()
+        """The last request itself: the next one is compared with it, from where they are known to part."""
         self._in_view: dict[int, int] = {}
         """id → how many times ``_view`` holds that object: updated by the difference, not rebuilt."""
         self._entered: list[Message] = []
@@ -194,15 +197,19 @@ class ReferenceCheck:
         """Those of them the strategy wrote: the only ones a check searches as text."""
         self._epoch = 0
         self._carriers: dict[str, _Carriers] = {}
+        self._came_written: list[Message] = []
+        """Messages the strategy wrote that came into the view since the last check (held)."""
 
     def _update_view(self, sent: tuple[Message, ...]) -> list[Message]:
         """Move ``_view`` to ``sent`` by what changed since the last call; returns what came in."""
         view, counts = self._view, self._in_view
-        k = first_difference(view, sent)
+        # ``_view`` is value-equal to the last request (``_sent``), so where the two requests part is
+        # where the view and this one do: known from the requests' derivation at once
+        k = first_difference(self._sent, sent)
         both = min(len(view), len(sent))
         # past k only the positions holding another object move (a view that rewrites a few old
         # positions, or re-cuts them, leaves the rest where it was): found at C speed
-        moved = list(compress(range(k, both), map(is_not, view[k:both], sent[k:both]))) if k < both else []
+        moved = list(compress(range(k, both), map(is_not, view[k:both], sent[k:both])))
         for m in (*(view[p] for p in moved), *view[both:]):
             n = counts[id(m)] - 1
             if n:
@@ -215,28 +222,30 @@ class ReferenceCheck:
                     del group[id(m)]
                     if not group:
                         del self._by_text[gone[1]]
-        came = (*(sent[p] for p in moved), *sent[both:])
+        came = [*(sent[p] for p in moved), *sent[both:]]
         for m in came:
             counts[id(m)] = counts.get(id(m), 0) + 1
-        # the objects sent, when those before k are known to be the view's (the next call then finds
-        # its request derived from this one); else the view's objects, value-equal to them, then sent's
-        self._view = sent if shared_head(view, sent) >= k else view[:k] + sent[k:] if k else sent
+        # moved in place: before k the view keeps its own objects (value-equal to sent's)
+        for p in moved:
+            view[p] = sent[p]
+        view[both:] = sent[both:]
+        self._sent = sent
         if len(self._entered) + len(came) > 2 * len(sent) + self.LOG_SLACK:  # bounded: older checks look again
             self._entered, self._entered_written, self._epoch = [], [], self._epoch + 1
         self._entered.extend(came)
-        return list(came)
+        return came
 
     def _lost(self, ref: str, history: Sequence[Message], upto: int) -> bool:
         """Did ``history[:upto]`` hold ``ref`` while no message of the view holds it?"""
-        found = self._index.carriers(ref, upto)
-        if not found:
+        found, n = self._index.carriers(ref, upto)
+        if not n:
             return False
         st = self._carriers.get(ref)
         if st is None:
             st = self._carriers[ref] = _Carriers()
         in_view, written = self._in_view, self._written
-        new = [history[i] for i in found[st.n_found:]]
-        st.n_found = len(found)
+        new = [history[i] for i in found[st.n_found:n]]
+        st.n_found = n
         full = st.epoch != self._epoch  # first check, or the log of what entered was cut
         if full:  # every written message held is in view (each leaves ``_written`` with the view)
             ids = st.ids
@@ -269,18 +278,23 @@ class ReferenceCheck:
         if not self._index.follows(history):
             self._index = RecordedIndex()  # not the shared trace's history: search privately
             self._index.follows(history)
+        self._recorded.update(map(id, history[self._seen:]))
+        self._seen = len(history)
+        # the view moves at every call, by what changed since the one before (a view kept from an
+        # older call would part from this one further back than its known derivation reaches)
+        recorded = self._recorded
+        self._came_written += [m for m in self._update_view(sent if isinstance(sent, tuple) else tuple(sent))
+                               if id(m) not in recorded]
         uses = self._index.references(answer)
         if not uses:
             return 0
-        self._recorded.update(map(id, history[self._seen:]))
-        self._seen = len(history)
-        upto = len(history)
-        came = self._update_view(tuple(sent))
-        recorded, written = self._recorded, self._written
-        for m in came:
-            if id(m) not in recorded and id(m) not in written:
+        written, in_view = self._written, self._in_view
+        for m in self._came_written:  # rendered only if still in view when a reference is checked
+            if id(m) in in_view and id(m) not in written:
                 text = render(m)
                 written[id(m)] = (m, text)
                 self._by_text.setdefault(text, {})[id(m)] = m
                 self._entered_written.append(m)
+        self._came_written = []
+        upto = len(history)
         return sum(1 for refs in uses if any(self._lost(ref, history, upto) for ref in refs))
