@@ -13,7 +13,11 @@ is printed beside them, since these machines are shared):
    texts strategies write (each replay starts from ``TokenCounter.messages_only``); a
    replay under half a second is run three times and the least CPU time kept. The fitted exponent
    is the slope of log time over log tokens (1 is linear); the target is at most 11x the time for
-   10x the length.
+   10x the length. Beside it, each replay's events (compactions, prunes, masks) at each size and
+   the time's growth over its work's (``work_ratio``): a strategy that compacts once in 300K tokens
+   compacts ~19 times in 3M (the first window fills without any), so its own work grows faster
+   than the length; at most 1.1 there means linear in what it did, each call and event costing
+   the same at any length.
 3. **Aggregation** (``bench.metrics.results_table``) per 1,000 tasks of SWE-agent size, at two
    dataset sizes, with the exponent between them.
 4. **Peak memory of a replay** (``tracemalloc``, what the replay allocates beyond the trace and its
@@ -42,6 +46,7 @@ from bench.records import TaskResult
 from bench.replay import ReplayConfig, replay
 from bench.runner import long_lived_frozen
 from bench.tokens import TokenCounter, Tokenizer, render
+from bench.validity import EVENT_KIND as INVALID
 from traces.model import Trace
 
 SIZES = (100_000, 300_000, 1_000_000, 3_000_000)
@@ -128,43 +133,72 @@ def floor_vs_bench(seeds: int, run_bench: bool) -> None:
           f"-> {used / floor:.1f}x the floor (target 3x, then 1.5x)")
 
 
+def work_ratio(calls: tuple[int, int], events: tuple[int, int]) -> float | None:
+    """How much more a strategy had to do on the longer session: the larger of the growth of its
+    calls and of its events (compactions, prunes, masks). Linear work per call and per event makes
+    the time grow by no more than that. None when the shorter session had no event and the longer
+    had some (it never reached the threshold: nothing to compare an event's cost with)."""
+    if events[0] == 0:
+        return calls[1] / calls[0] if events[1] == 0 else None
+    return max(calls[1] / calls[0], events[1] / events[0])
+
+
 def scaling(names: list[str], sizes: tuple[int, ...], config: ReplayConfig) -> None:
     from traces.synthetic import generate
 
     print("\n2. replay CPU seconds by session length (long@tokens=N, seed 0; best of 3 under 0.5 s; shared state "
           "warm, the strategy's own texts not yet counted)")
     seconds: dict[str, list[float]] = {n: [] for n in names}
+    events: dict[str, list[int]] = {n: [] for n in names}
     actual: list[int] = []
+    calls: list[int] = []
     for size in sizes:
         trace = generate(f"long@tokens={size}", 0)
         counter = TokenCounter()
         counting = cpu(lambda trace=trace, counter=counter: counter.counts(trace.messages))
         actual.append(sum(counter.counts(trace.messages)))
+        calls.append(trace.n_calls)
         first = cpu(lambda trace=trace, counter=counter: [  # the state every replay of a trace shares
             replay(trace, strategies.build(n), config, counter=counter.messages_only()) for n in WARM])
         for n in names:
+            done: list[TaskResult] = []
             with long_lived_frozen():  # as the runner replays (bench.runner.run_job)
-                seconds[n].append(best(lambda n=n, trace=trace, counter=counter: replay(
-                    trace, strategies.build(n), config, counter=counter.messages_only())))
+                seconds[n].append(best(lambda n=n, trace=trace, counter=counter, done=done: done.append(replay(
+                    trace, strategies.build(n), config, counter=counter.messages_only()))))
+            events[n].append(sum(e.kind != INVALID for e in done[-1].events))
         print(f"   {size:>9,}: {actual[-1]:,} tokens, {len(trace.messages):,} messages, {trace.n_calls:,} calls; "
               f"counted in {counting:.2f} s; first replays ({', '.join(WARM)}: build the shared per-trace state) "
               f"{first:.2f} s")
-    ten = [i for i in range(len(sizes)) for j in range(len(sizes)) if sizes[j] == 10 * sizes[i]]
-    pairs = [(i, sizes.index(10 * sizes[i])) for i in ten]
+    pairs = [(i, sizes.index(10 * sizes[i])) for i in range(len(sizes)) if 10 * sizes[i] in sizes]
     head = "".join(f"{s / 1e6:>8.1f}M" for s in sizes)
     ten_head = "".join(f"  {sizes[i] // 1000}K->{sizes[j] // 1000}K" for i, j in pairs)
-    print(f"   {'strategy':34}{head} {'exponent':>9}{ten_head}")
+    print(f"   {'strategy':34}{head} {'exponent':>9}{ten_head}   events at each size; time growth over work growth")
     worst: list[str] = []
+    unlike_work: list[str] = []
+    unmeasured: list[str] = []
     for n in sorted(names, key=lambda n: -exponent(actual, seconds[n])):
         k = exponent(actual, seconds[n])
         ratios = [seconds[n][j] / max(seconds[n][i], 1e-9) for i, j in pairs]
+        works = [work_ratio((calls[i], calls[j]), (events[n][i], events[n][j])) for i, j in pairs]
+        over_work = [r / w for r, w in zip(ratios, works, strict=True) if w is not None]
         flag = " over target" if any(r > TARGET_TEN_X for r in ratios) else ""
         if flag:
             worst.append(n)
+        if not over_work:
+            unmeasured.append(n)
+        elif any(x > TARGET_TEN_X / 10 for x in over_work):
+            unlike_work.append(n)
         cells = "".join(f"{s:9.3f}" for s in seconds[n])
-        print(f"   {n:34}{cells} {k:9.2f}" + "".join(f"{r:11.1f}x" for r in ratios) + flag)
+        vs_work = " ".join(f"{r / w:.2f}" if w is not None else "-" for r, w in zip(ratios, works, strict=True))
+        print(f"   {n:34}{cells} {k:9.2f}" + "".join(f"{r:11.1f}x" for r in ratios)
+              + f"   {'/'.join(map(str, events[n]))}; {vs_work}" + flag)
     print(f"   {len(names) - len(worst)} of {len(names)} strategies within {TARGET_TEN_X:g}x for 10x the length"
           + (f"; over: {', '.join(worst)}" if worst else ""))
+    measured = len(names) - len(unmeasured)
+    print(f"   {measured - len(unlike_work)} of {measured} within {TARGET_TEN_X / 10:g}x of the growth of their work "
+          "(the larger of the growth of calls and of events; '-': the shorter session had no event)"
+          + (f"; over: {', '.join(unlike_work)}" if unlike_work else "")
+          + (f"; no step to compare: {', '.join(unmeasured)}" if unmeasured else ""))
 
 
 def aggregation(tasks: tuple[int, ...], config: ReplayConfig) -> None:
