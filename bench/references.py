@@ -13,7 +13,9 @@ agent could use, and a lower bound on the re-reads a live agent would need.
 
 Linear in the session: where each reference occurs in the recorded history is searched once per
 trace (``RecordedIndex``, shared by every strategy replayed over it) and only over the messages
-added since the last search for it; what a strategy wrote itself is searched the same way.
+added since the last search for it; what a strategy wrote itself and sends is indexed by word the
+same way, so a check searches only the texts holding its reference's rarest word; the view moves
+at every call by what changed.
 """
 
 from __future__ import annotations
@@ -21,14 +23,17 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import is_not
+from typing import TypeVar
 
 from bench.prefix import first_difference
 from bench.tokens import render
 from traces.model import Message, ToolUse, Trace
+
+_P = TypeVar("_P", bound=Sized)
 
 PATH_KEYS = ("file_path", "path", "filePath", "filename", "file", "target_file", "notebook_path")
 EDIT_KEYS = ("old_string", "old_str", "old_text", "oldString")
@@ -38,6 +43,11 @@ MIN_QUOTE = 16
 _WORD = re.compile(r"[A-Za-z0-9_]{6,}")
 """Runs of word characters indexed per message: long enough to be selective, cheap to find."""
 _RUN = re.compile(r"[A-Za-z0-9_]+")
+INDEXED_MAX = 4_096
+"""Texts a strategy wrote are indexed by word up to this many characters (placeholders, pointers,
+summaries): a check then searches only those holding its reference's rarest word. A longer one is
+searched whole at each check instead: a strategy that writes long texts anew at every call
+(gemini-cli re-cuts every 40K-character output) spent 16 s on indexing them in a 3M replay."""
 
 
 def references(use: ToolUse) -> tuple[str, ...]:
@@ -50,6 +60,20 @@ def references(use: ToolUse) -> tuple[str, ...]:
             if len(line) >= MIN_QUOTE:
                 refs.append(line)
     return tuple(refs)
+
+
+def _rarest(ref: str, posts: Mapping[str, _P], empty: _P) -> _P | None:
+    """The shortest posting of the whole words that any text containing ``ref`` holds (the runs of
+    word characters inside ``ref`` with a non-word character on each side: the runs at its ends
+    may be part of longer ones there); None when ``ref`` has no such run long enough to be indexed."""
+    best: _P | None = None
+    for match in _RUN.finditer(ref):
+        if match.start() == 0 or match.end() == len(ref) or not _WORD.fullmatch(match.group()):
+            continue
+        found = posts.get(match.group(), empty)
+        if best is None or len(found) < len(best):
+            best = found
+    return best
 
 
 class RecordedIndex:
@@ -112,13 +136,7 @@ class RecordedIndex:
         of longer ones there), so the index finds every such text when the run is long enough to
         be indexed. Without such a run, every position is a candidate.
         """
-        best: list[int] | None = None
-        for match in _RUN.finditer(ref):
-            if match.start() == 0 or match.end() == len(ref) or not _WORD.fullmatch(match.group()):
-                continue
-            posts = self._words.get(match.group(), [])
-            if best is None or len(posts) < len(best):
-                best = posts
+        best = _rarest(ref, self._words, [])
         if best is None:
             return range(start, upto)
         return best[bisect_left(best, start):bisect_left(best, upto)]
@@ -197,6 +215,11 @@ class ReferenceCheck:
         """Those of them the strategy wrote: the only ones a check searches as text."""
         self._epoch = 0
         self._carriers: dict[str, _Carriers] = {}
+        self._text_words: dict[str, set[str]] = {}
+        """Word → the texts of ``_by_text`` holding it as a whole word: a check searches only the
+        written texts that hold the rarest word of its reference, and the long ones."""
+        self._long_texts: set[str] = set()
+        """The texts of ``_by_text`` over ``INDEXED_MAX`` characters, not indexed: searched whole."""
         self._came_written: list[Message] = []
         """Messages the strategy wrote that came into the view since the last check (held)."""
 
@@ -221,7 +244,16 @@ class ReferenceCheck:
                     group = self._by_text[gone[1]]
                     del group[id(m)]
                     if not group:
-                        del self._by_text[gone[1]]
+                        text = gone[1]
+                        del self._by_text[text]
+                        if len(text) > INDEXED_MAX:
+                            self._long_texts.discard(text)
+                            continue
+                        for w in set(_WORD.findall(text)):
+                            texts = self._text_words[w]
+                            texts.discard(text)
+                            if not texts:
+                                del self._text_words[w]
         came = [*(sent[p] for p in moved), *sent[both:]]
         for m in came:
             counts[id(m)] = counts.get(id(m), 0) + 1
@@ -247,11 +279,12 @@ class ReferenceCheck:
         new = [history[i] for i in found[st.n_found:n]]
         st.n_found = n
         full = st.epoch != self._epoch  # first check, or the log of what entered was cut
-        if full:  # every written message held is in view (each leaves ``_written`` with the view)
-            ids = st.ids
-            for text, group in self._by_text.items():
+        texts = _rarest(ref, self._text_words, ())
+        if full or texts is not None:  # every written message held is in view (each leaves
+            ids, by_text = st.ids, self._by_text  # ``_written`` with the view): those holding ref
+            for text in (by_text if texts is None else (*texts, *self._long_texts)):
                 if ref in text:
-                    new += [m for i, m in group.items() if i not in ids]
+                    new += [m for i, m in by_text[text].items() if i not in ids]
         else:  # written, came into view since the last check, not yet searched
             for m in self._entered_written[st.written:]:
                 hit = written.get(id(m))
@@ -293,7 +326,15 @@ class ReferenceCheck:
             if id(m) in in_view and id(m) not in written:
                 text = render(m)
                 written[id(m)] = (m, text)
-                self._by_text.setdefault(text, {})[id(m)] = m
+                group = self._by_text.get(text)
+                if group is None:
+                    group = self._by_text[text] = {}
+                    if len(text) > INDEXED_MAX:
+                        self._long_texts.add(text)
+                    else:
+                        for w in set(_WORD.findall(text)):
+                            self._text_words.setdefault(w, set()).add(text)
+                group[id(m)] = m
                 self._entered_written.append(m)
         self._came_written = []
         upto = len(history)
