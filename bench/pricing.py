@@ -226,7 +226,7 @@ class _Entry:
 
 
 ALIGNED_MIN = 64
-"""Positions past the shared prefix from which ``_running_sums`` takes steps by position: on fewer,
+"""Positions past the shared prefix from which ``_tail_sums`` takes steps by position: on fewer,
 counting each message is cheaper than the slicing."""
 
 
@@ -236,7 +236,7 @@ class PromptCache:
     Keeps the most recent cached requests (an agent's own request and a summarizer's request are
     separate entries, as real cache lines are) and looks each new request up by the longest
     common prefix at message granularity. Token counts are taken only for what a request adds to
-    the last one it shares a prefix with (running sums, shared in place when it extends it), and
+    the last one it shares a prefix with (running sums, shared in place when it extends it, cut back in place when no kept entry reads them), and
     only the previous request is compared in full: each other entry's common prefix follows from
     the one it had with the previous request, so a growing conversation costs each call its new
     messages, not its whole history.
@@ -292,13 +292,23 @@ class PromptCache:
                 reuse, reuse_n = e, n
             if id(e) in alive_ids and n and e.sums[n - 1] > best_tokens:
                 best_tokens, best_entry = e.sums[n - 1], e
-        sums = self._running_sums(msgs, counts, reuse, reuse_n)
-        total = sums[len(msgs) - 1] if msgs else 0
         if best_tokens < self.model.min_cache_prefix:
             best_tokens, best_entry = 0, None
         previous = next((e for e in reversed(alive) if e.stream == stream), None)
         prefix_break = previous is not None and best_tokens < previous.total
+        known = reuse.sums if reuse is not None else []
+        tail = self._tail_sums(msgs, counts, reuse, reuse_n)
+        total = tail[-1] if tail else known[reuse_n - 1] if reuse_n else 0
         cacheable = total >= self.model.min_cache_prefix
+        kept = [e for e in alive if e is not previous] if cacheable else alive
+        if len(known) == reuse_n or (reuse is not None and all(e.sums is not known for e in kept)):
+            # extended in place (entries that extend one another share the list: each reads only its
+            # own length), or cut back to the shared prefix first when no entry kept reads past it
+            del known[reuse_n:]
+            known += tail
+            sums = known
+        else:
+            sums = known[:reuse_n] + tail
         rest = total - best_tokens
         if cacheable and self.model.bills_cache_writes:
             split = CacheSplit(best_tokens, rest, 0, prefix_break)
@@ -308,27 +318,22 @@ class PromptCache:
             best_entry.written_at = now  # a hit refreshes the lifetime
         entry = _Entry(msgs, sums, now, stream, reuse_n)
         self._last = entry
-        if cacheable:
-            # The new request extends (or replaces) its stream's previous line.
-            self._entries = [e for e in alive if e is not previous]
-            self._entries.append(entry)
-            self._entries = self._entries[-self.MAX_ENTRIES:]
-        else:
-            self._entries = alive
+        # The new request extends (or replaces) its stream's previous line when it can be cached.
+        self._entries = [*kept, entry][-self.MAX_ENTRIES:] if cacheable else alive
         self._common = {id(e): n for e, n in commons}
         return split
 
     @staticmethod
-    def _running_sums(msgs: tuple[Any, ...], counts: Sequence[int] | Callable[[Any], int],
-                      reuse: _Entry | None, n: int) -> list[int]:
-        """Cumulative tokens of ``msgs``, the first ``n`` taken from ``reuse`` (the entry sharing the
-        longest prefix): extended in place when its sums end there, copied when another request ran
-        them on. Past ``n``, where ``reuse`` counted its own messages, a position holding the same
-        object as there takes its step (found at C speed): a request that rewrites a few old
-        positions (a re-cut, a mask) counts those, not everything after the first."""
+    def _tail_sums(msgs: tuple[Any, ...], counts: Sequence[int] | Callable[[Any], int],
+                   reuse: _Entry | None, n: int) -> list[int]:
+        """Cumulative tokens of ``msgs`` from position ``n`` on, the first ``n`` being those of
+        ``reuse`` (the entry sharing the longest prefix). Past ``n``, where ``reuse`` counted its own
+        messages, a position holding the same object as there takes its step (found at C speed): a
+        request that rewrites a few old positions (a re-cut, a mask) counts those, not everything
+        after the first."""
         known = reuse.sums if reuse is not None else []
-        out = known if len(known) == n else known[:n]
-        acc = out[-1] if out else 0
+        out: list[int] = []
+        acc = known[n - 1] if n else 0
         start = n
         if reuse is not None and callable(counts):
             old = reuse.messages
@@ -337,14 +342,14 @@ class PromptCache:
                 for i in range(n, lo):
                     acc += counts(msgs[i])
                     out.append(acc)
-                delta, prev = acc - (known[lo - 1] if lo else 0), lo  # out[p] = known[p] + delta
+                delta, prev = acc - (known[lo - 1] if lo else 0), lo  # step p: known[p] + delta
                 for p in compress(range(lo, hi), map(is_not, old[lo:hi], msgs[lo:hi])):
                     out.extend(map(add, known[prev:p], repeat(delta, p - prev)))
                     delta += counts(msgs[p]) - known[p] + (known[p - 1] if p else 0)
                     out.append(known[p] + delta)
                     prev = p + 1
                 out.extend(map(add, known[prev:hi], repeat(delta, hi - prev)))
-                acc, start = out[-1], hi
+                acc, start = known[hi - 1] + delta, hi
         if callable(counts):
             for m in msgs[start:]:
                 acc += counts(m)

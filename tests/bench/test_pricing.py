@@ -137,9 +137,8 @@ def test_running_sums_taken_from_the_entry_by_position_equal_counting_each_messa
 
     class Counting(PromptCache):  # the earlier rule: every message past the shared prefix counted
         @staticmethod
-        def _running_sums(msgs, counts, reuse, n):
-            out = list(reuse.sums[:n]) if reuse is not None else []
-            acc = out[-1] if out else 0
+        def _tail_sums(msgs, counts, reuse, n):
+            out, acc = [], reuse.sums[n - 1] if n else 0
             for m in msgs[n:]:
                 acc += counts(m)
                 out.append(acc)
@@ -173,6 +172,7 @@ def test_running_sums_taken_from_the_entry_by_position_equal_counting_each_messa
                 del history[rng.randrange(len(history))]
             msgs = tuple(history) if rng.random() < 0.8 else (*history[:rng.randint(0, len(history))], fresh(9))
             stream = "summarizer" if msgs and msgs[-1].v == 9 else "agent"
-            splits = [c.request(msgs, count, float(call), stream=stream) for c in caches]
+            now = call + (400.0 * (call // 13))  # now and then past the lifetime: entries expire
+            splits = [c.request(msgs, count, now, stream=stream) for c in caches]
             assert splits[0] == splits[1]
             assert caches[0]._last.sums[:len(msgs)] == caches[1]._last.sums[:len(msgs)]
