@@ -162,9 +162,12 @@ def scaling(names: list[str], sizes: tuple[int, ...], config: ReplayConfig) -> N
             replay(trace, strategies.build(n), config, counter=counter.messages_only()) for n in WARM])
         for n in names:
             done: list[TaskResult] = []
+            # each run starts from its own copy of the counter, made before it is timed (the runner
+            # shares one counter among a trace's replays: the copy is this benchmark's, not a replay's)
+            fresh = [counter.messages_only() for _ in range(3)]
             with long_lived_frozen():  # as the runner replays (bench.runner.run_job)
-                seconds[n].append(best(lambda n=n, trace=trace, counter=counter, done=done: done.append(replay(
-                    trace, strategies.build(n), config, counter=counter.messages_only()))))
+                seconds[n].append(best(lambda n=n, trace=trace, fresh=fresh, done=done: done.append(replay(
+                    trace, strategies.build(n), config, counter=fresh.pop()))))
             events[n].append(sum(e.kind != INVALID for e in done[-1].events))
         print(f"   {size:>9,}: {actual[-1]:,} tokens, {len(trace.messages):,} messages, {trace.n_calls:,} calls; "
               f"counted in {counting:.2f} s; first replays ({', '.join(WARM)}: build the shared per-trace state) "

@@ -236,10 +236,11 @@ class PromptCache:
     Keeps the most recent cached requests (an agent's own request and a summarizer's request are
     separate entries, as real cache lines are) and looks each new request up by the longest
     common prefix at message granularity. Token counts are taken only for what a request adds to
-    the last one it shares a prefix with (running sums, shared in place when it extends it, cut back in place when no kept entry reads them), and
-    only the previous request is compared in full: each other entry's common prefix follows from
-    the one it had with the previous request, so a growing conversation costs each call its new
-    messages, not its whole history.
+    the last one it shares a prefix with (running sums, extended in place when it extends it, cut
+    back in place when no kept entry reads past the shared prefix), and only the previous request
+    is compared in full: each other entry's common prefix follows from the one it had with the
+    previous request, so a growing conversation costs each call its new messages, not its whole
+    history.
     """
 
     MAX_ENTRIES = 4

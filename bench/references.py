@@ -14,8 +14,8 @@ agent could use, and a lower bound on the re-reads a live agent would need.
 Linear in the session: where each reference occurs in the recorded history is searched once per
 trace (``RecordedIndex``, shared by every strategy replayed over it) and only over the messages
 added since the last search for it; what a strategy wrote itself and sends is indexed by word the
-same way, so a check searches only the texts holding its reference's rarest word; the view moves
-at every call by what changed.
+same way, so a check searches only the texts holding its reference's rarest word; the view is moved
+in place by what changed since the last check.
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ class ReferenceCheck:
         """The same messages by text: a placeholder repeated across the view is searched once."""
         """id → a message the strategy wrote that is in the view (held) and its text."""
         self._view: list[Message] = []
-        """What was sent at the last call (value-equal to it, these objects held), moved in place."""
+        """What was sent at the last check (value-equal to it, these objects held), moved in place."""
         self._sent: tuple[Message, ...] = ()
         """The last request itself: the next one is compared with it, from where they are known to part."""
         self._in_view: dict[int, int] = {}
@@ -220,11 +220,9 @@ class ReferenceCheck:
         written texts that hold the rarest word of its reference, and the long ones."""
         self._long_texts: set[str] = set()
         """The texts of ``_by_text`` over ``INDEXED_MAX`` characters, not indexed: searched whole."""
-        self._came_written: list[Message] = []
-        """Messages the strategy wrote that came into the view since the last check (held)."""
 
     def _update_view(self, sent: tuple[Message, ...]) -> list[Message]:
-        """Move ``_view`` to ``sent`` by what changed since the last call; returns what came in."""
+        """Move ``_view`` to ``sent`` by what changed since the last check; returns what came in."""
         view, counts = self._view, self._in_view
         # ``_view`` is value-equal to the last request (``_sent``), so where the two requests part is
         # where the view and this one do: known from the requests' derivation at once
@@ -313,17 +311,12 @@ class ReferenceCheck:
             self._index.follows(history)
         self._recorded.update(map(id, history[self._seen:]))
         self._seen = len(history)
-        # the view moves at every call, by what changed since the one before (a view kept from an
-        # older call would part from this one further back than its known derivation reaches)
-        recorded = self._recorded
-        self._came_written += [m for m in self._update_view(sent if isinstance(sent, tuple) else tuple(sent))
-                               if id(m) not in recorded]
         uses = self._index.references(answer)
         if not uses:
             return 0
-        written, in_view = self._written, self._in_view
-        for m in self._came_written:  # rendered only if still in view when a reference is checked
-            if id(m) in in_view and id(m) not in written:
+        recorded, written = self._recorded, self._written
+        for m in self._update_view(sent if isinstance(sent, tuple) else tuple(sent)):
+            if id(m) not in recorded and id(m) not in written:
                 text = render(m)
                 written[id(m)] = (m, text)
                 group = self._by_text.get(text)
@@ -336,6 +329,5 @@ class ReferenceCheck:
                             self._text_words.setdefault(w, set()).add(text)
                 group[id(m)] = m
                 self._entered_written.append(m)
-        self._came_written = []
         upto = len(history)
         return sum(1 for refs in uses if any(self._lost(ref, history, upto) for ref in refs))
