@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from itertools import repeat
-from operator import is_not
 from typing import TYPE_CHECKING
 
 from bench.context import Context
@@ -220,13 +218,8 @@ class LLMSummarizing(Strategy):
     def _reasons(self, ctx: Context, session: Session) -> set[str]:
         if self.generation == "v0" or len(ctx) > self.max_size:
             over = len(ctx) > self.max_size
-        else:  # V1 counts events: stop counting once past max_size (O(max_size), not O(history))
-            seen = 0
-            for m in ctx.messages:
-                seen += event_count(m)
-                if seen > self.max_size:
-                    break
-            over = seen > self.max_size
+        else:  # V1 counts events
+            over = _events(ctx.messages, session.state) > self.max_size
         reasons = {"events"} if over else set()
         limit = self._limit(session)
         if self.generation == "v1" and limit is not None and ctx.estimate > limit:
@@ -247,6 +240,19 @@ class LLMSummarizing(Strategy):
             return around_waiting(ctx, lambda c: self._condense(c, session, self._reasons(c, session) | {"request"}))
         outcome = self._condense(ctx, session, self._reasons(ctx, session) | {"request"})
         return outcome if outcome is not None else self._hard_reset(ctx, session)
+
+
+def _events(messages: tuple[Message, ...], state: dict) -> int:
+    """The ``event_count`` of ``messages``, moved by the messages appended since the last call when
+    they extend the view it last counted (in ``state``); counted afresh after a condensation.
+    Counting the whole view every call was a pass over up to max_size messages per call."""
+    known: tuple[tuple[Message, ...], int] | None = state.get("events")
+    if known is not None and starts_with(messages, known[0]):
+        n = known[1] + sum(map(event_count, messages[len(known[0]):]))
+    else:
+        n = sum(map(event_count, messages))
+    state["events"] = (messages, n)
+    return n
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -375,6 +381,8 @@ class _MaskView:
         """Position → (message, its blocks left, the message cut to them): results without a call stripped."""
         self.kept = 0
         """Positions sent as the stored message itself (for the event's ``touched``)."""
+        self.sending = 0
+        """Slots that are not None (the length of the view made from them)."""
         self.estimate = 0
         self.truth = 0
         """Totals of the messages sent (no overhead), moved by each slot that changes."""
@@ -451,10 +459,14 @@ class _MaskView:
             self.sent = ctx
         else:  # totals by difference over the slots that changed, not over a shifted tuple
             meter, before = self.meter, self.sent.messages
-            sent = tuple(filter(None, self.slots))
-            if self.from_slots:  # the slots before the first one settled again are sent as before
-                d = min(dirty, default=len(self.slots))
-                derived(sent, before, sum(map(is_not, self.slots[:d], repeat(None, d))))  # (count() asks ==)
+            if self.from_slots:  # the slots before the first one settled again are sent as before:
+                d = min(dirty, default=len(self.slots))  # their part of ``before`` is reused, not refiltered
+                after = tuple(filter(None, self.slots[d:]))
+                same = self.sending - len(after)  # the slots sent before d
+                sent = before[:same] + after
+                derived(sent, before, same)
+            else:
+                sent = tuple(filter(None, self.slots))
             self.sent = Context(sent, self.estimate, meter.overhead + self.truth, meter)
             self.from_slots = True
         return True
@@ -476,6 +488,7 @@ class _MaskView:
                 cut = self.cuts[k] = (m, blocks, replace(m, blocks=blocks))
                 m = cut[2]
         self.kept += (m is stored) - (before is stored)
+        self.sending += (m is not None) - (before is not None)
         if m is not before:
             meter = self.meter
             if before is not None:

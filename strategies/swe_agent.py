@@ -70,13 +70,14 @@ class LastNObservations(Strategy):
         if self.n <= 0 or self.polling <= 0:
             raise ValueError("n and polling must be positive integers")
 
-    def masked(self, ctx: Context, session: Session) -> tuple[Context, frozenset[str]]:
-        """The view sent this call and the ids it elides (message objects reused across calls).
+    def masked(self, ctx: Context, session: Session) -> tuple[Context, _View]:
+        """The view sent this call and what it elides (message objects reused across calls).
 
         Incremental while the stored history only grows (as it does here): the previous view is
         kept in ``session.state``, and only the new messages and those holding a newly elided
         output are rewritten; the view's totals move by the difference. Anything else (a summary
-        rewrote the history) recomputes the view from scratch, with the same result.
+        rewrote the history) recomputes the view from scratch, with the same result. The elided
+        ids grow in place (``_View.order``): a new set each call was a pass over all of them.
         """
         view: _View | None = session.state.get("last_n_view")
         msgs = ctx.messages
@@ -88,8 +89,12 @@ class LastNObservations(Strategy):
                 obs.append(r.tool_use_id)
                 view.where.setdefault(r.tool_use_id, []).append(k)
         last_removed = max(0, (len(obs) // self.polling) * self.polling - self.n)
+        ids, order = view.ids, view.order
         newly = [i for i in obs[max(1, view.removed):last_removed] if i is not None]
-        ids = view.ids | frozenset(newly)
+        for i in newly:
+            if i not in ids:
+                ids.add(i)
+                order.append(i)
         n_old = len(view.messages)
         touched = {k for i in newly for k in view.where[i]} | set(range(n_old, len(msgs)))
         changes: dict[int, Message] = {}  # positions of the previous view that change
@@ -111,19 +116,27 @@ class LastNObservations(Strategy):
             else:
                 added[k - n_old] = m
         sent = view.sent.patch(changes, tuple(added)) if ids else ctx
-        session.state["last_n_view"] = _View(msgs, obs, view.where, max(view.removed, last_removed), ids, sent,
-                                             view.fixed)
-        return sent, ids
+        view = _View(msgs, obs, view.where, max(view.removed, last_removed), ids, order, sent, view.fixed)
+        session.state["last_n_view"] = view
+        return sent, view
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
-        sent, ids = self.masked(ctx, session)
+        sent, view = self.masked(ctx, session)
         session.state["projection"] = (ctx.messages, sent)
-        previous: frozenset[str] = session.state.get("masked_ids", frozenset())
-        if not ids - previous:
+        ids = view.order
+        # the elided ids at the last event, as (order, its length then): within one view they are
+        # a prefix of ``order``, so what was elided since is its tail, with no pass over the rest
+        previous: tuple[list[str], int] | None = session.state.get("masked_ids")
+        if previous is not None and previous[0] is ids:
+            fresh = ids[previous[1]:]
+        else:  # the view started afresh since (or never fired): compare the sets
+            before = frozenset(previous[0][:previous[1]]) if previous is not None else frozenset()
+            fresh = [i for i in ids if i not in before]
+        if not fresh:
             return None
-        session.state["masked_ids"] = ids
+        session.state["masked_ids"] = (ids, len(ids))
         detail = f"sent view: {len(ids)} old observations elided, newest {self.n} kept (+ the first)"
-        return Outcome(ctx, (event("mask", ctx, sent, touched=len(ids - previous), detail=detail),))
+        return Outcome(ctx, (event("mask", ctx, sent, touched=len(fresh), detail=detail),))
 
     def project(self, ctx: Context, session: Session) -> Context:
         cached = session.state.get("projection")
@@ -144,7 +157,10 @@ class _View:
     """Tool-use id → positions of the messages holding its result."""
     removed: int
     """``last_removed`` of that call: ``obs[1:removed]`` are elided."""
-    ids: frozenset[str]
+    ids: set[str]
+    """The elided ids (``obs[1:removed]``), added to in place."""
+    order: list[str]
+    """The same ids in the order they were first elided: a previous call's set is a prefix of it."""
     sent: Context
     """The view sent."""
 
@@ -158,7 +174,7 @@ class _View:
         first_answer = next((i for i, m in enumerate(messages) if m.role == "assistant"), None)
         head = messages if first_answer is None else messages[:first_answer]
         obs: list[str | None] = [None] if any(m.is_human_turn for m in head) else []
-        return _View((), obs, {}, 0, frozenset(), ctx.replace(()), first_answer is not None)
+        return _View((), obs, {}, 0, set(), [], ctx.replace(()), first_answer is not None)
 
     def follows(self, messages: tuple[Message, ...]) -> bool:
         """Is ``messages`` this view's history with messages appended (and observation 0 settled)?"""

@@ -14,7 +14,7 @@ from bench.session import Session
 from bench.summarizers.extractive import ExtractiveSummarizer
 from bench.tokens import TokenCounter
 from strategies.openhands import MASKED, AmortizedForgetting, LLMSummarizing, ObservationMasking, RecentEvents
-from traces.model import Message, ToolResult, ToolUse, Trace, orphans
+from traces.model import Message, Text, ToolResult, ToolUse, Trace, orphans
 
 MODEL = replace(profile("claude-sonnet-4-5"), id="small", context_window=100_000, max_output=2_000)
 
@@ -171,3 +171,25 @@ def test_replay_end_to_end(name):
     if name != "openhands":
         assert result.events
         assert max(c.prompt_tokens for c in result.calls) < sum(TokenCounter().truth(m) for m in trace.messages)
+
+
+def test_v1_event_count_kept_between_calls_matches_a_count_from_scratch(counter):
+    # the count moves by the appended messages, and starts afresh after each condensation
+    from strategies.openhands import event_count
+    s = LLMSummarizing(max_size=20)
+    meter = Meter(counter, s.estimator)
+    session = Session(MODEL, meter, ExtractiveSummarizer())
+    ctx = meter.context(history(0))
+    condensed = 0
+    for k in range(40):
+        ids = [f"c{k}_{j}" for j in range(1 + k % 3)]  # parallel calls: several events a message
+        ctx = ctx.append(Message("assistant", tuple(ToolUse(i, "bash", {"command": i}) for i in ids)))
+        ctx = ctx.append(Message("user", (*(ToolResult(i, f"output {i}") for i in ids),
+                                          *((Text("note"),) if k % 4 == 0 else ()))))
+        over = sum(event_count(m) for m in ctx.messages) > s.max_size
+        assert ("events" in s._reasons(ctx, session)) == over
+        out = s.before_call(ctx, session)
+        assert (out is not None) == over
+        if out is not None:
+            ctx, condensed = out.context, condensed + 1
+    assert condensed > 5

@@ -99,3 +99,33 @@ def test_replay_end_to_end_masks_every_call_and_breaks_the_cache():
     assert not any(c.prefix_break for c in none.calls)
     assert breaks == list(range(6, 13))  # the rolling rewrite breaks the prompt cache every call
     assert sum(c.prompt_tokens for c in result.calls) < sum(c.prompt_tokens for c in none.calls)
+
+
+def test_mask_events_match_the_from_scratch_sets_across_a_rewritten_history(counter):
+    # the elided ids are kept as a growing list: each event's count must be what the sets give
+    # (this call's elided ids minus those of the last event), also after the history is rewritten
+    # (a summary: the view starts afresh with fewer ids, and the last event's set is an old view's)
+    meter = Meter(counter, "truth")
+    session = Session(MODEL, meter, ExtractiveSummarizer())
+    s = LastNObservations(n=3)
+    msgs = list(trace(30).messages[:-1])
+    ctx = meter.context(())
+    previous: frozenset[str] = frozenset()
+    events = 0
+    for k, m in enumerate(msgs):
+        if k == 40:  # keep the head and the newest 12 messages, the rest summarized away
+            ctx = ctx.replace((*ctx.messages[:2], Message.text_message("user", "summary"), *ctx.messages[-12:]))
+        ctx = ctx.append(m)
+        if m.role != "user":
+            continue
+        outcome = s.before_call(ctx, session)
+        ids = last_n_elided(ctx.messages, 3)
+        if ids - previous:
+            assert outcome is not None
+            (e,) = outcome.events
+            assert e.messages_touched == len(ids - previous)
+            assert e.detail.startswith(f"sent view: {len(ids)} old observations elided")
+            previous, events = ids, events + 1
+        else:
+            assert outcome is None
+    assert events > 20
