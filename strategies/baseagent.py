@@ -7,13 +7,15 @@ only if that is not enough is the history replaced by [system, summary].
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect import bisect_left
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bench.context import Context
+from bench.prefix import starts_with
 from strategies._tools import latest_human, rewrite_results, text_user
 from strategies.base import Event, Outcome, Strategy, event
-from traces.model import ToolResult
+from traces.model import Message
 
 if TYPE_CHECKING:
     from bench.session import Session
@@ -98,52 +100,76 @@ class BaseAgent(Strategy):
         original's id and the ids pruned in it, so the same prune gives the same object on every
         call: its count and the cache prefix are then found by identity, not recomputed.
         """
+        return self._pruned(ctx, {} if memo is None else memo, _Outputs().extended(ctx.messages))[:3]
+
+    def _pruned(self, ctx: Context, memo: dict, index: _Outputs) -> tuple[Context, int, int, int]:
+        """``prune`` on the outputs ``index`` holds for ``ctx``, plus how many messages it rewrites.
+
+        BaseAgent walks back from the newest message, skipping those after the second-newest user
+        turn and stopping at an output already pruned; outputs beyond the newest ``prune_protect``
+        tokens of the walk are pruned. The walk only ever adds sizes, so what it scans is a range of
+        the outputs in order and what it prunes is that range's head: both found by bisection. The
+        view is the last one patched where the range grew, while the history only grows (the prune
+        is a per-call view: the stored history keeps the outputs, and a walk per call went over all
+        of them).
+        """
         msgs = ctx.messages
-        total = pruned = turns = 0
-        queued: set[tuple[int, str]] = set()
-        walk_stopped = False
-        for i in range(len(msgs) - 1, -1, -1):
-            m = msgs[i]
-            if m.is_human_turn:
-                turns += 1
-            if turns < self.protect_turns:
-                continue
-            for b in reversed(m.blocks):
-                if not isinstance(b, ToolResult):
-                    continue
-                if b.content == PRUNE_MARKER:
-                    walk_stopped = True
-                    break
-                size = len(b.content) // 4
-                total += size
-                if total > self.prune_protect:
-                    pruned += size
-                    queued.add((i, b.tool_use_id))
-            if walk_stopped:
-                break
+        if self.protect_turns > 0:
+            if len(index.humans) < self.protect_turns:
+                return ctx, 0, 0, 0
+            end = index.first[index.humans[-self.protect_turns] + 1]  # outputs the walk reaches
+        else:
+            end = len(index.at)
+        stop = bisect_left(index.marks, end)
+        lo = index.marks[stop - 1] + 1 if stop else 0  # the walk stops at the newest pruned output
+        cum = index.cum
+        total = cum[end] - cum[lo]
+        cut = bisect_left(cum, cum[end] - self.prune_protect, lo, end)  # [lo, cut): beyond the protection
+        pruned = cum[cut] - cum[lo]
         if pruned <= self.prune_minimum:
-            return ctx, total, pruned
-        memo = {} if memo is None else memo
-        by_message: dict[int, set[str]] = {}
-        for i, uid in queued:
-            by_message.setdefault(i, set()).add(uid)
-        out = list(msgs)
-        for i, ids in by_message.items():
+            return ctx, total, pruned, 0
+        touched = index.distinct[cut - 1] - index.distinct[lo] + 1
+        last = index.view
+        if last is not None and last[0] == lo and last[1] <= cut:  # the same range, grown at its end
+            base, start = last[2], max(lo, last[1] - 1)
+        else:
+            base, start = None, lo
+        n = len(base.messages) if base is not None else len(msgs)
+        changes: dict[int, Message] = {}
+        added = list(msgs[n:])
+        for i in range(index.at[start], index.at[cut - 1] + 1):
+            key = frozenset(index.ids[max(lo, index.first[i]):min(cut, index.first[i + 1])])
+            if not key:
+                continue
             m = msgs[i]
-            key = frozenset(ids)
             hit = memo.get(id(m))
             if hit is None or hit[0] is not m or hit[1] != key:
                 hit = memo[id(m)] = (m, key, rewrite_results(m, lambda r, ids=key: PRUNE_MARKER
                                                              if r.tool_use_id in ids else None))
-            out[i] = hit[2]
-        return ctx.replace(out), total, pruned
+            if i < n:
+                changes[i] = hit[2]
+            else:
+                added[i - n] = hit[2]
+        if base is None:
+            out = list(msgs)
+            for i, m in changes.items():
+                out[i] = m
+            view = ctx.replace(out)
+        else:
+            view = base.patch(changes, tuple(added))
+        index.view = (lo, cut, view)
+        return view, total, pruned, touched
 
-    def _view(self, ctx: Context, session: Session) -> tuple[Context, int, int]:
-        """The pruned view of this exact context, computed once per call (before_call and project)."""
+    def _view(self, ctx: Context, session: Session) -> tuple[Context, int, int, int]:
+        """The pruned view of this exact context, computed once per call (before_call and project)
+        on the session's index of the outputs, extended by the new messages."""
         cached = session.state.get("baseagent.view")
         if cached is not None and cached[0] is ctx.messages:
             return cached[1]
-        view = self.prune(ctx, session.state.setdefault("baseagent.pruned", {}))
+        index = session.state.get("baseagent.outputs")
+        if index is None or not starts_with(ctx.messages, index.messages):
+            index = session.state["baseagent.outputs"] = _Outputs()
+        view = self._pruned(ctx, session.state.setdefault("baseagent.pruned", {}), index.extended(ctx.messages))
         session.state["baseagent.view"] = (ctx.messages, view)
         return view
 
@@ -155,10 +181,9 @@ class BaseAgent(Strategy):
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
         if not self._over(ctx.estimate, session):
             return None
-        pruned, scanned, prunable = self._view(ctx, session)
+        pruned, scanned, prunable, touched = self._view(ctx, session)
         events: list[Event] = []
         if pruned is not ctx:
-            touched = sum(1 for a, b in zip(ctx.messages, pruned.messages, strict=True) if a is not b)
             sufficient = not self._over(pruned.estimate, session)
             verdict = "Pruning sufficient" if sufficient else "Pruning insufficient"
             events.append(event("prune", ctx, pruned, touched=touched,
@@ -178,3 +203,45 @@ class BaseAgent(Strategy):
                             summary_tokens=summary.output_tokens,
                             detail=f"Compaction result: {ctx.estimate} -> {after.estimate} tokens"))
         return Outcome(after, tuple(events))
+
+
+@dataclass(eq=False)
+class _Outputs:
+    """The tool outputs of a history, in order (message, block), indexed once each while the
+    history only grows (kept in ``session.state``)."""
+
+    messages: tuple[Message, ...] = ()
+    at: list[int] = field(default_factory=list)
+    """Per output: its message's index, its tool_use id, and (``distinct``) how many messages
+    hold the outputs up to it."""
+    ids: list[str] = field(default_factory=list)
+    distinct: list[int] = field(default_factory=list)
+    cum: list[int] = field(default_factory=lambda: [0])
+    """``cum[k]``: the size (len // 4) of the outputs before the k-th."""
+    first: list[int] = field(default_factory=lambda: [0])
+    """``first[i]``: how many outputs the messages before the i-th hold."""
+    humans: list[int] = field(default_factory=list)
+    """Indexes of the human turns."""
+    marks: list[int] = field(default_factory=list)
+    """Positions of the outputs already pruned (the walk stops at one)."""
+    view: tuple[int, int, Context] | None = None
+    """The last view: the range of outputs it prunes and the view."""
+
+    def extended(self, messages: tuple[Message, ...]) -> _Outputs:
+        """This index, extended by the messages after those it holds (``messages`` begin with them)."""
+        for i in range(len(self.messages), len(messages)):
+            m = messages[i]
+            if m.is_human_turn:
+                self.humans.append(i)
+            new = True
+            for r in m.tool_results:
+                if r.content == PRUNE_MARKER:
+                    self.marks.append(len(self.at))
+                self.distinct.append((self.distinct[-1] if self.distinct else 0) + new)
+                new = False
+                self.at.append(i)
+                self.ids.append(r.tool_use_id)
+                self.cum.append(self.cum[-1] + len(r.content) // 4)
+            self.first.append(len(self.at))
+        self.messages = messages
+        return self

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bench.context import Context
+from bench.prefix import starts_with
 from bench.pricing import ModelProfile
 from bench.summarizers.extractive import PATH_KEYS
 from bench.tokens import render
@@ -262,6 +263,8 @@ SDK_PROMPT = (
 PRESERVED = "cline_sdk.preserved"
 """Meta flag of a message basic compaction kept (Cline's ``compaction: preserved`` marker): frozen afterwards."""
 PRESERVED_ASSISTANT_TEXTS = 3
+LAST_TURN = "cline_sdk.last_turn"
+"""session.state: (messages, index of their latest turn start or -1), for ``ClineSdk.last_turn``."""
 COMMAND_KEYS = ("command", "cmd", "commands")
 
 
@@ -270,11 +273,12 @@ def is_turn_start(m: Message) -> bool:
     return m.is_human_turn and not m.meta.get("summary")
 
 
-def sdk_cut_index(msgs: tuple[Message, ...] | list[Message], preserve: float, est) -> int:
+def sdk_cut_index(msgs: tuple[Message, ...] | list[Message], preserve: float, est, last_turn: int | None = None) -> int:
     """findCutIndex on Cline's history ``msgs`` (no system message): walk back from the end adding
     each message's estimate and stop *on* the message whose estimate reaches ``preserve`` (it is
     kept); the latest turn start clamps the cut only when its index is above 0; then walk back to a
-    safe boundary (an assistant message or a turn start). 0 means nothing to summarize."""
+    safe boundary (an assistant message or a turn start). 0 means nothing to summarize.
+    ``last_turn``: the latest turn start's index (0 if none) when the caller knows it."""
     total, candidate = 0, len(msgs)
     for i in range(len(msgs) - 1, -1, -1):
         total += est(msgs[i])
@@ -283,7 +287,8 @@ def sdk_cut_index(msgs: tuple[Message, ...] | list[Message], preserve: float, es
             break
     if candidate <= 0:
         return 0
-    last_turn = next((i for i in range(len(msgs) - 1, -1, -1) if is_turn_start(msgs[i])), 0)
+    if last_turn is None:
+        last_turn = next((i for i in range(len(msgs) - 1, -1, -1) if is_turn_start(msgs[i])), 0)
     cut = min(candidate, last_turn) if last_turn > 0 else candidate
     # deviation guard: a "turn start" that also carries tool results is not a safe boundary here
     while cut > 0 and (not (msgs[cut].role == "assistant" or is_turn_start(msgs[cut]))
@@ -349,7 +354,8 @@ class ClineSdk(Strategy):
 
     def limits(self, model: ModelProfile, msgs: tuple[Message, ...]) -> tuple[float, float]:
         """(trigger, target) of the whole request in estimated tokens (resolveAutoRequestTargetTokens).
-        Counting pairs walks the history: call it only once the trigger has fired."""
+        Counting pairs walks the history: call it only once the trigger has fired; it stops at the
+        fifth pair, all the target asks (a session over the trigger asks on every call)."""
         max_input, trigger = self.max_input(model), self.trigger(model)
         pairs, pending = 0, False
         for m in msgs:
@@ -357,6 +363,8 @@ class ClineSdk(Strategy):
                 pending = True
             elif m.role == "assistant" and pending:
                 pairs, pending = pairs + 1, False
+                if pairs >= 5:
+                    break
         target = 0.5 * max_input if pairs >= 5 and model.max_output < max_input else 0.7 * trigger
         return trigger, max(1, min(int(target), max_input, max(1, trigger - 1)))
 
@@ -379,7 +387,7 @@ class ClineSdk(Strategy):
         first = 1 if ctx.system else 0
         msgs = ctx.messages
         history = msgs[first:]
-        cut = sdk_cut_index(history, preserve, ctx.est)
+        cut = sdk_cut_index(history, preserve, ctx.est, max(self.last_turn(ctx, session) - first, 0))
         if cut <= 0 or cut >= len(history):
             return None
         head = history[:cut]
@@ -404,6 +412,21 @@ class ClineSdk(Strategy):
         after = ctx.replace((*msgs[:first], message, *history[cut:]))
         return Outcome(after, (event("summarize", ctx, after, touched=cut,
                                      summary_tokens=summary.output_tokens, detail="agentic"),))
+
+    @staticmethod
+    def last_turn(ctx: Context, session: Session) -> int:
+        """Index in ``ctx.messages`` of the latest turn start, -1 if none. When the messages only grew
+        since the last ask, only the new ones are looked at: a session over the trigger whose latest
+        turn start is its first message (the cut clamps there, nothing to summarize) asks on every
+        call, and the walk back went over the whole history each time."""
+        msgs = ctx.messages
+        known = session.state.get(LAST_TURN)
+        lo, latest = 0, -1
+        if known is not None and starts_with(msgs, known[0]):
+            lo, latest = len(known[0]), known[1]
+        latest = next((i for i in range(len(msgs) - 1, lo - 1, -1) if is_turn_start(msgs[i])), latest)
+        session.state[LAST_TURN] = (msgs, latest)
+        return latest
 
     def basic(self, ctx: Context, target: float) -> Outcome | None:
         """runBasicCompaction (the overflow_recovery path): keep typed prompts, the newest messages of
@@ -459,7 +482,8 @@ class ClineSdk(Strategy):
             return None
         marked = [m if is_turn_start(m) or m.meta.get(PRESERVED) else replace(m, meta={**m.meta, PRESERVED: True})
                   for m in merged]
-        dropped = [m for i, m in enumerate(h) if i not in {j for j, _ in kept}]
+        kept_at = {j for j, _ in kept}  # once: a set built per message made basic O(history²)
+        dropped = [m for i, m in enumerate(h) if i not in kept_at]
         out = without_orphan_results((*msgs[:first], *marked), dropped)
         after = ctx.replace(out)
         return Outcome(after, (event("drop", ctx, after, touched=len(h) - len(merged), detail="basic"),))

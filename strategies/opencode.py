@@ -281,11 +281,14 @@ class OpenCode(Strategy):
             if turn <= remaining:
                 remaining, start = remaining - turn, lo
                 continue
-            # split the turn: the earliest whole-message suffix (no orphaned result) that fits
+            # split the turn: the earliest whole-message suffix (no orphaned result) that fits; the
+            # suffix only shrinks as j grows, so safe_cut (O(j)) runs only where the size fits
+            suffix = turn - size[lo]
             for j in range(lo + 1, hi):
-                if safe_cut(msgs, j) == j and sum(size[j:hi]) <= remaining:
+                if suffix <= remaining and safe_cut(msgs, j) == j:
                     start = j
                     break
+                suffix -= size[j]
             break
         return len(msgs) if start == 0 else start
 

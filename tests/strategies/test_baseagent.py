@@ -6,6 +6,7 @@ estimate BaseAgent decides with is exact and the truth is within a few tokens pe
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import pytest
@@ -16,6 +17,7 @@ from bench.pricing import profile
 from bench.replay import ReplayConfig, replay
 from bench.session import Session
 from bench.summarizers.extractive import ExtractiveSummarizer
+from strategies._tools import rewrite_results
 from strategies.baseagent import PRUNE_MARKER, SUMMARY_PREFIX, TRUNCATION_MARKER, BaseAgent, middle_out
 from traces.model import Message, Text, ToolResult, ToolUse, Trace, orphans
 
@@ -202,3 +204,69 @@ def test_replays_end_to_end_without_orphans(counter):
     kinds = {e.kind for e in result.events}
     assert {"truncate", "prune"} <= kinds and result.failed is None
     assert all(orphans(m) == (set(), set()) and m[0] is msgs[0] for m in sent)
+
+
+def reference_prune(strategy: BaseAgent, ctx) -> tuple[tuple[Message, ...], int, int]:
+    """The prune as version 3 first wrote it: a walk back over every message (messages, scanned, prunable)."""
+    msgs = ctx.messages
+    total = pruned = turns = 0
+    queued: set[tuple[int, str]] = set()
+    for i in range(len(msgs) - 1, -1, -1):
+        m = msgs[i]
+        turns += m.is_human_turn
+        if turns < strategy.protect_turns:
+            continue
+        stopped = False
+        for b in reversed(m.blocks):
+            if isinstance(b, ToolResult):
+                if b.content == PRUNE_MARKER:
+                    stopped = True
+                    break
+                total += len(b.content) // 4
+                if total > strategy.prune_protect:
+                    pruned += len(b.content) // 4
+                    queued.add((i, b.tool_use_id))
+        if stopped:
+            break
+    if pruned <= strategy.prune_minimum:
+        return msgs, total, pruned
+    ids = {i: {u for j, u in queued if j == i} for i, _ in queued}
+    out = tuple(rewrite_results(m, lambda r, i=i: PRUNE_MARKER if r.tool_use_id in ids.get(i, ()) else None)
+                for i, m in enumerate(msgs))
+    return out, total, pruned
+
+
+@pytest.mark.parametrize(("seed", "protect_turns"), [(0, 2), (1, 2), (2, 1), (3, 0)])
+def test_the_per_call_prune_from_the_index_equals_the_walk_over_the_history(counter, seed, protect_turns):
+    """The prune is found on an index of the outputs extended by each call's new messages, and the
+    view patched from the last one (issue 14: each call walked the whole history): the same view,
+    sizes and touched count as the walk, call by call on a growing history with parallel outputs,
+    human turns that carry results, outputs already pruned in the log, and a compaction."""
+    rng = random.Random(seed)
+    strategy = BaseAgent(prune_protect=3_000, prune_minimum=1_000, protect_turns=protect_turns)
+    sess = session(counter)
+    ctx = context(counter, [text("system", 10), text("user", 10)])
+    views = 0
+    for step in range(160):
+        k = rng.randrange(1, 4)
+        ids = [f"s{step}_{j}" for j in range(k)]
+        new = [Message("assistant", tuple(ToolUse(i, "bash", {}) for i in ids))]
+        outputs = tuple(ToolResult(i, PRUNE_MARKER if rng.random() < 0.02 else W * rng.randrange(0, 900)) for i in ids)
+        if rng.random() < 0.1:
+            new.append(Message("user", (*outputs, Text("and also this"))))  # a human turn with results
+        else:
+            new.append(Message("user", outputs))
+        if rng.random() < 0.3:
+            new += [text("assistant", 5), text("user", rng.randrange(1, 20))]
+        ctx = ctx.append(*new)
+        if step == 100:  # a compaction: the history no longer grows from what was indexed
+            ctx = context(counter, [ctx.messages[0], text("user", 30), *ctx.messages[-40:]])
+        want, scanned, prunable = reference_prune(strategy, ctx)
+        view, total, pruned, touched = strategy._view(ctx, sess)
+        assert (total, pruned) == (scanned, prunable)
+        assert view.messages == want and (view is ctx) == (want is ctx.messages)
+        assert touched == sum(1 for a, b in zip(ctx.messages, view.messages, strict=True) if a is not b)
+        assert (view.estimate, view.truth) == (context(counter, want).estimate, context(counter, want).truth)
+        assert strategy.prune(ctx)[0].messages == want
+        views += view is not ctx
+    assert views > 50

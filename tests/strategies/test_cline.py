@@ -22,6 +22,7 @@ from strategies.cline import (
     TRUNCATION_NOTICE,
     Cline,
     ClineSdk,
+    is_turn_start,
     max_allowed_size,
     removal_count,
     sdk_cut_index,
@@ -317,3 +318,39 @@ def test_end_to_end_replay_has_no_orphans(counter, name):
     assert result.error is None and result.failed is None
     assert {e.kind for e in result.events} & {"drop", "summarize"}
     assert len(sent) >= 15 and all(orphans(ctx.messages) == (set(), set()) for ctx in sent)
+
+
+class CheckedSdk(ClineSdk):
+    """ClineSdk whose latest-turn lookup is checked against the walk back over every message."""
+
+    def last_turn(self, ctx, session):  # type: ignore[override]
+        got = ClineSdk.last_turn(ctx, session)
+        msgs = ctx.messages
+        assert got == next((i for i in range(len(msgs) - 1, -1, -1) if is_turn_start(msgs[i])), -1)
+        session.state["checked"] = session.state.get("checked", 0) + 1
+        return got
+
+
+def test_sdk_latest_turn_start_from_the_new_messages_is_the_one_a_full_walk_finds(counter):
+    """Over the trigger, the latest turn start is looked for only among the messages added since
+    the last call when the history only grew (issue 14: the walk back went over the whole history
+    on every call while the first prompt clamped the cut): the same index as the full walk, through
+    summaries, new prompts, an empty user message and a session stuck over the trigger."""
+    msgs = [SYSTEM, Message.text_message("user", "U0: port the parser")]
+    for k in range(90):
+        if k % 30 == 29:
+            msgs.append(Message.text_message("user", f"U{k}: and now part {k}"))
+        if k == 50:
+            msgs.append(Message("user", ()))
+        output = "".join(f"line {i}: token {i * 13 + k} in /src/m{k}.py\n" for i in range(60))
+        msgs += [Message("assistant", (ToolUse(f"c{k}", "read_file", {"path": f"/src/m{k}.py"}),)),
+                 Message("user", (ToolResult(f"c{k}", output),))]
+    sdk, s = CheckedSdk(), session(counter, TINY, "json-chars/3")
+    result = replay(Trace("prompts", tuple(msgs)), sdk, ReplayConfig(TINY), counter=counter)
+    assert result.error is None and [e.kind for e in result.events].count("summarize") >= 2
+    # directly: a grown history, one that did not grow from the last (a compaction), an unknown one
+    meter = Meter(counter, "json-chars/3")
+    for cut in (40, 41, 60, 61, 62, 30, 181, 182, 10):
+        ctx = meter.context(msgs[:cut] if cut != 30 else [SYSTEM, *msgs[100:130]])
+        assert sdk.last_turn(ctx, s) >= -1
+    assert s.state["checked"] == 9

@@ -5,6 +5,7 @@ Tool outputs are "x" * 4n characters, so OpenCode's round(chars/4) estimate is e
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import pytest
@@ -16,7 +17,7 @@ from bench.replay import ReplayConfig, replay
 from bench.session import Session
 from bench.summarizers import Summary, SummaryRequest
 from bench.summarizers.extractive import ExtractiveSummarizer
-from strategies._tools import QUOTE_LEAD
+from strategies._tools import QUOTE_LEAD, is_prompt, safe_cut
 from strategies.opencode import CONTINUE_2026, CONTINUE_CLASSIC, PRUNED, QUESTION, TAIL_HEADINGS, OpenCode
 from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans
 
@@ -295,3 +296,48 @@ def test_replays_with_something_between_a_call_and_its_results_add_no_orphan(nam
         msgs = (SYSTEM, human("U1: start"), call("a"), result("a", 9_000), human("U2: next"), call("b"), empty,
                 result("b", 9_000))
     check_strategy(name, Trace("between", (*msgs, Message.text_message("assistant", "done"))))
+
+
+def reference_tail_start(ctx, msgs, budget: int) -> int:
+    """tail_start as version 5 first wrote it: safe_cut and the suffix sum at every split point."""
+    size = [ctx.meter.counter.estimate(m, "chars/4-json") for m in msgs]
+    starts = [i for i, m in enumerate(msgs) if is_prompt(m)]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    remaining, start = budget, len(msgs)
+    for lo, hi in reversed(list(zip(starts, [*starts[1:], len(msgs)], strict=True))):
+        turn = sum(size[lo:hi])
+        if turn <= remaining:
+            remaining, start = remaining - turn, lo
+            continue
+        for j in range(lo + 1, hi):
+            if safe_cut(msgs, j) == j and sum(size[j:hi]) <= remaining:
+                start = j
+                break
+        break
+    return len(msgs) if start == 0 else start
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tail_start_tests_the_size_before_safe_cut_and_finds_the_same_start(counter, seed):
+    """The split point is found with a running suffix sum, safe_cut only where it fits (issue 14):
+    the same index as testing both at every message, on turns with parallel calls, results after
+    an empty assistant message or an empty user message, and answers without calls."""
+    rng = random.Random(seed)
+    msgs: list[Message] = []
+    for k in range(30):
+        msgs.append(human(f"U{k}: " + "w " * rng.randrange(1, 200)))
+        for n in range(rng.randrange(0, 5)):
+            ids = [f"c{k}_{n}_{p}" for p in range(rng.randrange(1, 3))]
+            msgs.append(Message("assistant", tuple(ToolUse(i, "bash", {"command": i}) for i in ids)))
+            if rng.random() < 0.2:
+                msgs.append(rng.choice([Message("assistant", ()), *EMPTY_USER]))
+            msgs.append(Message("user", tuple(ToolResult(i, "o" * rng.randrange(1, 4_000)) for i in ids)))
+        if rng.random() < 0.5:
+            msgs.append(Message.text_message("assistant", "a " * rng.randrange(1, 300)))
+    ctx = Meter(counter).context((SYSTEM, *msgs))
+    considered = tuple(msgs)
+    total = sum(counter.estimate(m, "chars/4-json") for m in considered)
+    s = OpenCode(generation="tail")
+    for budget in [*range(0, 6_000, 37), *rng.sample(range(total + 10), 200)]:
+        assert s.tail_start(ctx, considered, budget) == reference_tail_start(ctx, considered, budget), budget
