@@ -241,6 +241,10 @@ class TokenCounter:
         self.tokenized = 0
         self._attributions: dict[str, Any] = {}
         self.calls = 0
+        self._by_blocks: dict[int, Any] = {}
+        """id of a blocks tuple → a primed or adopted message holding it (weakly when adopted): a
+        copy that shares its blocks (a flag set in ``meta``: cline:sdk marks the messages it keeps)
+        sends the same content, so it takes that message's count, the provider's one included."""
 
     def prime(self, messages: Iterable[Message]) -> None:
         """Count many messages in one batched tokenizer call (the fast path for a whole trace)."""
@@ -251,6 +255,7 @@ class TokenCounter:
         self.calls += len(todo)
         for m, n in zip(todo, counts, strict=True):
             self._truth[id(m)] = (m, n + MESSAGE_OVERHEAD + IMAGE_TOKENS * _image_count(m))
+            self._by_blocks[id(m.blocks)] = m
 
     def counts(self, messages: Sequence[Message]) -> list[int]:
         """Truth counts of these messages (batched), to ship to another process with the trace."""
@@ -268,14 +273,17 @@ class TokenCounter:
                 elif (held := hit[0]()) is not None:  # a weak entry drops itself from its own memo only
                     remember(memo, key, held, hit[1])
         other._attributions = dict(self._attributions)
+        other._by_blocks = dict(self._by_blocks)
         return other
 
     def adopt(self, messages: Sequence[Message], counts: Sequence[int]) -> None:
         """Take counts computed elsewhere (``counts``) for these message objects, kept while each
         lives (a strategy adopts the count of every cut it makes: gemini-cli, 51K at 3M tokens)."""
-        truth = self._truth
+        truth, by_blocks = self._truth, self._by_blocks
         for m, n in zip(messages, counts, strict=True):
             remember(truth, id(m), m, n)
+            key = id(m.blocks)  # not held: the entry goes with m
+            by_blocks[key] = ref(m, lambda _, by_blocks=by_blocks, key=key: by_blocks.pop(key, None))
 
     def adopt_attribution(self, trace: Any, attribution: Any) -> None:
         """Take provider-attributed counts (``bench.attribution.Attribution``) for a trace's messages.
@@ -294,8 +302,13 @@ class TokenCounter:
         hit = self._truth.get(id(m))
         if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
             return hit[1]
-        self.calls += 1
-        n = self.text(render(m)) + MESSAGE_OVERHEAD + IMAGE_TOKENS * _image_count(m)
+        twin = self._by_blocks.get(id(m.blocks))
+        if twin is not None and (twin := twin() if twin.__class__ is ref else twin) is not None \
+                and twin.blocks is m.blocks and twin is not m:
+            n = self.truth(twin)  # the same content as a message already counted
+        else:
+            self.calls += 1
+            n = self.text(render(m)) + MESSAGE_OVERHEAD + IMAGE_TOKENS * _image_count(m)
         remember(self._truth, id(m), m, n)  # counted on demand: kept while the message lives
         return n
 

@@ -133,3 +133,27 @@ def test_a_message_counted_on_demand_is_remembered_while_it_lives_and_forgotten_
     del adopted, again
     gc.collect()
     assert len(counter._truth) == 1  # what a strategy adopts goes with it too
+
+
+def test_a_copy_that_shares_a_counted_messages_blocks_takes_its_count_even_the_providers():
+    # cline:sdk marks the messages it keeps by copying them with a flag in meta: the same content
+    # goes to the provider, so the copy costs what the original costs, also when the original's
+    # count is the provider's (adopted), not the tokenizer's.
+    from dataclasses import replace
+
+    trace = small_trace()
+    counter = TokenCounter()
+    tokenizer_counts = counter.counts(trace.messages)
+    counter.adopt(trace.messages, [2 * n for n in tokenizer_counts])  # the provider counts otherwise
+    for m, n in zip(trace.messages, tokenizer_counts, strict=True):
+        assert counter.truth(replace(m, meta={**m.meta, "preserved": True})) == 2 * n
+        twin = Message(m.role, tuple(list(m.blocks)), m.meta)  # equal blocks, another tuple: counted afresh
+        assert twin.blocks is not m.blocks
+        assert counter.truth(twin) == n
+    fresh = Message.text_message("user", "built during a replay")
+    counter.adopt([fresh], [999])
+    copy = replace(fresh, meta={"x": 1})
+    assert counter.truth(copy) == 999
+    del fresh  # the original is gone: a new copy of its blocks is counted by the tokenizer
+    other = replace(copy, meta={"y": 1})
+    assert counter.truth(other) == counter.text("built during a replay") + MESSAGE_OVERHEAD
