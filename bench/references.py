@@ -200,9 +200,9 @@ class ReferenceCheck:
         self._recorded: set[int] = set()
         self._seen = 0
         self._written: dict[int, tuple[Message, str]] = {}
+        """id → a message the strategy wrote that is in the view (held) and its text."""
         self._by_text: dict[str, dict[int, Message]] = {}
         """The same messages by text: a placeholder repeated across the view is searched once."""
-        """id → a message the strategy wrote that is in the view (held) and its text."""
         self._view: list[Message] = []
         """What was sent at the last check (value-equal to it, these objects held), moved in place."""
         self._sent: tuple[Message, ...] = ()
@@ -242,16 +242,7 @@ class ReferenceCheck:
                     group = self._by_text[gone[1]]
                     del group[id(m)]
                     if not group:
-                        text = gone[1]
-                        del self._by_text[text]
-                        if len(text) > INDEXED_MAX:
-                            self._long_texts.discard(text)
-                            continue
-                        for w in set(_WORD.findall(text)):
-                            texts = self._text_words[w]
-                            texts.discard(text)
-                            if not texts:
-                                del self._text_words[w]
+                        self._drop_text(gone[1])
         came = [*(sent[p] for p in moved), *sent[both:]]
         for m in came:
             counts[id(m)] = counts.get(id(m), 0) + 1
@@ -264,6 +255,28 @@ class ReferenceCheck:
             self._entered, self._entered_written, self._epoch = [], [], self._epoch + 1
         self._entered.extend(came)
         return came
+
+    def _hold_text(self, text: str) -> dict[int, Message]:
+        """A new text in ``_by_text`` (its group, empty), indexed by word unless it is long."""
+        group = self._by_text[text] = {}
+        if len(text) > INDEXED_MAX:
+            self._long_texts.add(text)
+        else:
+            for w in set(_WORD.findall(text)):
+                self._text_words.setdefault(w, set()).add(text)
+        return group
+
+    def _drop_text(self, text: str) -> None:
+        """``_hold_text`` undone: the last message with this text left the view."""
+        del self._by_text[text]
+        if len(text) > INDEXED_MAX:
+            self._long_texts.discard(text)
+            return
+        for w in set(_WORD.findall(text)):
+            texts = self._text_words[w]
+            texts.discard(text)
+            if not texts:
+                del self._text_words[w]
 
     def _lost(self, ref: str, history: Sequence[Message], upto: int) -> bool:
         """Did ``history[:upto]`` hold ``ref`` while no message of the view holds it?"""
@@ -315,18 +328,13 @@ class ReferenceCheck:
         if not uses:
             return 0
         recorded, written = self._recorded, self._written
-        for m in self._update_view(sent if isinstance(sent, tuple) else tuple(sent)):
+        for m in self._update_view(tuple(sent)):
             if id(m) not in recorded and id(m) not in written:
                 text = render(m)
                 written[id(m)] = (m, text)
                 group = self._by_text.get(text)
                 if group is None:
-                    group = self._by_text[text] = {}
-                    if len(text) > INDEXED_MAX:
-                        self._long_texts.add(text)
-                    else:
-                        for w in set(_WORD.findall(text)):
-                            self._text_words.setdefault(w, set()).add(text)
+                    group = self._hold_text(text)
                 group[id(m)] = m
                 self._entered_written.append(m)
         upto = len(history)

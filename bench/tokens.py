@@ -241,7 +241,7 @@ class TokenCounter:
         self.tokenized = 0
         self._attributions: dict[str, Any] = {}
         self.calls = 0
-        self._by_blocks: dict[int, Any] = {}
+        self._by_blocks: dict[int, tuple[Any, None]] = {}
         """id of a blocks tuple → a primed or adopted message holding it (weakly when adopted): a
         copy that shares its blocks (a flag set in ``meta``: cline:sdk marks the messages it keeps)
         sends the same content, so it takes that message's count, the provider's one included."""
@@ -255,7 +255,7 @@ class TokenCounter:
         self.calls += len(todo)
         for m, n in zip(todo, counts, strict=True):
             self._truth[id(m)] = (m, n + MESSAGE_OVERHEAD + IMAGE_TOKENS * _image_count(m))
-            self._by_blocks[id(m.blocks)] = m
+            self._by_blocks[id(m.blocks)] = (m, None)
 
     def counts(self, messages: Sequence[Message]) -> list[int]:
         """Truth counts of these messages (batched), to ship to another process with the trace."""
@@ -266,14 +266,13 @@ class TokenCounter:
         """A counter that knows this one's per-message counts and estimates but no loose text: what
         a strategy's first replay of a trace starts from (``make perf`` times each replay so)."""
         other = TokenCounter(self.tokenizer)
-        for memo, mine in ((other._truth, self._truth), (other._est, self._est)):
+        for memo, mine in ((other._truth, self._truth), (other._est, self._est), (other._by_blocks, self._by_blocks)):
             for key, hit in list(mine.items()):
                 if hit[0].__class__ is not ref:
                     memo[key] = hit
                 elif (held := hit[0]()) is not None:  # a weak entry drops itself from its own memo only
                     remember(memo, key, held, hit[1])
         other._attributions = dict(self._attributions)
-        other._by_blocks = dict(self._by_blocks)
         return other
 
     def adopt(self, messages: Sequence[Message], counts: Sequence[int]) -> None:
@@ -282,8 +281,7 @@ class TokenCounter:
         truth, by_blocks = self._truth, self._by_blocks
         for m, n in zip(messages, counts, strict=True):
             remember(truth, id(m), m, n)
-            key = id(m.blocks)  # not held: the entry goes with m
-            by_blocks[key] = ref(m, lambda _, by_blocks=by_blocks, key=key: by_blocks.pop(key, None))
+            remember(by_blocks, id(m.blocks), m, None)
 
     def adopt_attribution(self, trace: Any, attribution: Any) -> None:
         """Take provider-attributed counts (``bench.attribution.Attribution``) for a trace's messages.
@@ -303,7 +301,7 @@ class TokenCounter:
         if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
             return hit[1]
         twin = self._by_blocks.get(id(m.blocks))
-        if twin is not None and (twin := twin() if twin.__class__ is ref else twin) is not None \
+        if twin is not None and ((twin := twin[0]).__class__ is not ref or (twin := twin()) is not None) \
                 and twin.blocks is m.blocks and twin is not m:
             n = self.truth(twin)  # the same content as a message already counted
         else:
