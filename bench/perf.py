@@ -6,7 +6,9 @@ is printed beside them, since these machines are shared):
 1. **Floor vs bench.** The floor is tokenizing the bench corpus once (every message of the
    default scenarios, one thread). The bench is a ``make bench``-like run of the same corpus in
    a child process (all strategies, metrics and files; no report); its CPU over the floor's is the
-   ratio the project aims to bring to 3x, then 1.5x.
+   ratio the project aims to bring to 3x, then 1.5x. Beside it, what the bench spends before its
+   first replay (imports, from ``-X importtime``; generating the traces; counting them, the floor
+   itself) and what 3x would leave for each agent call.
 2. **Replay time by session length.** Each strategy replays ``long`` resized to each size (100K,
    300K, 1M and 3M tokens by default), with the per-message counts and the per-trace shared state
    already built (untimed replays of ``none`` and ``llm-summary`` build them: printed apart) but none of the
@@ -17,7 +19,9 @@ is printed beside them, since these machines are shared):
    the time's growth over its work's (``work_ratio``): a strategy that compacts once in 300K tokens
    compacts ~19 times in 3M (the first window fills without any), so its own work grows faster
    than the length; at most 1.1 there means linear in what it did, each call and event costing
-   the same at any length.
+   the same at any length. Last, ``along``: within the longest replay, the CPU per call in the last
+   fifth of its calls over the second fifth's, both past the first window: 1 when what a call costs
+   does not grow with the history behind it, up to 3 when each call walks the whole history.
 3. **Aggregation** (``bench.metrics.results_table``) per 1,000 tasks of SWE-agent size, at two
    dataset sizes, with the exponent between them.
 4. **Peak memory of a replay** (``tracemalloc``, what the replay allocates beyond the trace and its
@@ -29,6 +33,8 @@ is printed beside them, since these machines are shared):
 from __future__ import annotations
 
 import argparse
+import csv
+import itertools
 import math
 import os
 import resource
@@ -39,14 +45,19 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import strategies
+from bench.context import Context
 from bench.pricing import profile
 from bench.records import TaskResult
 from bench.replay import ReplayConfig, replay
 from bench.runner import long_lived_frozen
+from bench.session import Session
 from bench.tokens import TokenCounter, Tokenizer, render
 from bench.validity import EVENT_KIND as INVALID
+from strategies.base import Outcome, Strategy
 from traces.model import Trace
 
 SIZES = (100_000, 300_000, 1_000_000, 3_000_000)
@@ -54,6 +65,10 @@ SIZES = (100_000, 300_000, 1_000_000, 3_000_000)
 MEMORY_STRATEGIES = ("none", "swe-agent", "anthropic-clear-tool-uses", "codex", "tiered-placeholders", "gemini-cli")
 TARGET_TEN_X = 11.0
 """Most time allowed for 10x the session length (linear, with 10% to spare)."""
+ALONG_HISTORY = 3.0
+"""How much more history is behind a call in the last fifth of a session than in the second fifth
+(their midpoints are 0.9 and 0.3 of the way): what ``along`` reads of a replay whose every call walks
+the whole history."""
 
 
 def cpu(fn: Callable[[], object]) -> float:
@@ -101,7 +116,8 @@ def corpus(seeds: int) -> list[Trace]:
 
 
 def floor_vs_bench(seeds: int, run_bench: bool) -> None:
-    traces = corpus(seeds)
+    traces: list[Trace] = []
+    generation = cpu(lambda: traces.extend(corpus(seeds)))
     texts = [render(m) for t in traces for m in t.messages]
     tokenizer = Tokenizer()
     tokens = 0
@@ -120,17 +136,48 @@ def floor_vs_bench(seeds: int, run_bench: bool) -> None:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "bench", "run", "--name", "perf", "--out", out, "--seeds", str(seeds),
-             "--no-report", "--workers", "1", "--quiet"],
+            [sys.executable, "-X", "importtime", "-m", "bench", "run", "--name", "perf", "--out", out,
+             "--seeds", str(seeds), "--no-report", "--workers", "1", "--quiet"],
             capture_output=True, text=True, check=False)
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        calls = agent_calls(Path(out) / "perf" / "results.csv") if done.returncode == 0 else 0
     if done.returncode != 0:
         print(f"   bench: failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
         return
     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     print(f"   bench (all strategies, seeds {seeds}, --workers 1, no report): {used:.1f} s CPU, {wall:.1f} s wall "
           f"-> {used / floor:.1f}x the floor (target 3x, then 1.5x)")
+    imports = import_seconds(done.stderr)
+    ahead = imports + generation + floor
+    print(f"   before any replay the bench spends {ahead:.2f} s = {ahead / floor:.1f}x the floor: imports "
+          f"{imports:.2f} s, generating the traces {generation:.2f} s, counting them (the floor) {floor:.2f} s")
+    if calls:
+        left = max(3 * floor - ahead, 0.0)
+        print(f"   3x the floor leaves {left:.2f} s for the {calls:,} agent calls of {len(strategies.names())} "
+              f"strategies, {left / calls * 1e6:.1f} us a call; they take {(used - ahead) / calls * 1e6:.0f} us "
+              "(hooks, summaries, probes, cache split, validity, re-read proxy, records, files)")
+
+
+def import_seconds(importtime: str) -> float:
+    """Seconds a run spent importing, from ``python -X importtime``'s report (its top-level imports'
+    cumulative microseconds: a nested import is indented under the one that made it)."""
+    total = 0
+    for line in importtime.splitlines():
+        parts = line.split("|")
+        if line.startswith("import time:") and len(parts) == 3 and parts[1].strip().isdigit():
+            name = parts[2]
+            if name.startswith(" ") and not name.startswith("  "):
+                total += int(parts[1])
+    return total / 1e6
+
+
+def agent_calls(results_csv: Path) -> int:
+    """The agent calls a run replayed (the ``calls`` column of its results; 0 when not written)."""
+    if not results_csv.is_file():
+        return 0
+    with results_csv.open(newline="", encoding="utf-8") as f:
+        return sum(int(row["calls"]) for row in csv.DictReader(f))
 
 
 def work_ratio(calls: tuple[int, int], events: tuple[int, int]) -> float | None:
@@ -202,6 +249,57 @@ def scaling(names: list[str], sizes: tuple[int, ...], config: ReplayConfig) -> N
           "(the larger of the growth of calls and of events; '-': the shorter session had no event)"
           + (f"; over: {', '.join(unlike_work)}" if unlike_work else "")
           + (f"; no step to compare: {', '.join(unmeasured)}" if unmeasured else ""))
+    print(f"   along the {sizes[-1]:,}-token replay: CPU per call in the last fifth of its calls over the second "
+          f"fifth's (a call there has {ALONG_HISTORY:g}x the history behind it: 1 when a call's work does not grow "
+          f"with the history, up to {ALONG_HISTORY:g} when it walks the whole history); the events in each fifth; "
+          "that growth over the events' growth, where they grew")
+    rows = sorted(((*along(trace, strategies.build(n), config, counter), n) for n in names),
+                  key=lambda row: -row[0] if not math.isnan(row[0]) else math.inf)
+    over = []
+    for growth, early, late, n in rows:
+        per_work = growth / max(1.0, late / early if early else 1.0)
+        if not per_work <= TARGET_TEN_X / 10:
+            over.append(n)
+        print(f"   {n:34}{growth:9.2f}   events {early}/{late}" + (f"; {per_work:.2f}" if late > early else ""))
+    print(f"   {len(names) - len(over)} of {len(names)} within {TARGET_TEN_X / 10:g}x along the session, of their "
+          "events' growth where it is larger" + (f"; over (or too short to tell): {', '.join(over)}" if over else ""))
+
+
+class _Stamped:
+    """A strategy as it is, noting the CPU clock as each of its calls begins (``along``)."""
+
+    def __init__(self, inner: Strategy, stamps: list[float], clock: Callable[[], float]) -> None:
+        self._inner, self._stamps, self._clock = inner, stamps, clock
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def before_call(self, ctx: Context, session: Session) -> Outcome | None:
+        self._stamps.append(self._clock())
+        return self._inner.before_call(ctx, session)
+
+
+def along(trace: Trace, strategy: Strategy, config: ReplayConfig, counter: TokenCounter,
+          clock: Callable[[], float] = time.process_time) -> tuple[float, int, int]:
+    """How one replay's CPU per call grows along the session: the mean over the last fifth of its
+    calls over the mean over the second fifth (the first holds the calls before the window first
+    fills, which do less by every strategy's rule), with the events in each fifth.
+
+    Unlike the tenfold steps, both fifths are in the same replay, past the first window: a strategy
+    whose work per call is what changed at that call reads 1 however long the history; one that
+    walks the whole history every call reads about ``ALONG_HISTORY``."""
+    stamps: list[float] = []
+    own = counter.messages_only()
+    with long_lived_frozen():
+        done = replay(trace, _Stamped(strategy, stamps, clock), config, counter=own)
+    per_call = [b - a for a, b in itertools.pairwise(stamps)]
+    n = len(per_call)
+    if n < 10:
+        return float("nan"), 0, 0
+    second, last = range(n // 5, 2 * n // 5), range(4 * n // 5, n)
+    mean = [sum(per_call[i] for i in part) / len(part) for part in (second, last)]
+    at = [e.call for e in done.events if e.kind != INVALID]
+    return (mean[1] / max(mean[0], 1e-9), sum(c in second for c in at), sum(c in last for c in at))
 
 
 def aggregation(tasks: tuple[int, ...], config: ReplayConfig) -> None:

@@ -16,6 +16,9 @@ def test_perf_prints_every_measurement_on_tiny_sizes(capsys):
     for name in ("none", "codex"):  # a row each: two sizes, the exponent and the 10x ratio
         assert re.search(rf"\n   {name} +\d+\.\d+ +\d+\.\d+ +-?\d+\.\d+ +\d+\.\dx   \d+/\d+; (-|\d+\.\d\d)", out), out
     assert "of the growth of their work" in out
+    assert "along the 100,000-token replay" in out and "within 1.1x along the session" in out
+    for name in ("none", "codex"):  # the growth along the session, and the events in its two fifths
+        assert re.search(rf"\n   {name} +\d+\.\d\d   events \d+/\d+", out), out
     assert "3. aggregation" in out and "exponent" in out
     assert "4. peak memory" in out
 
@@ -32,3 +35,53 @@ def test_work_grows_as_the_larger_of_calls_and_events():
     assert perf.work_ratio((100, 1000), (2, 40)) == 20  # compacted 20x as often: the events
     assert perf.work_ratio((100, 1000), (10, 50)) == 10
     assert perf.work_ratio((100, 1000), (0, 5)) is None  # the shorter one never compacted: no cost to scale
+
+
+def test_along_reads_one_for_constant_work_per_call_and_more_for_a_walk_of_the_history():
+    """``along`` over a clock that advances by the work a test strategy says it did: 1 a call
+    (``none``-like) reads 1; the whole history a call reads about the ratio of the histories behind
+    the two fifths' calls; events are counted in the fifth of their call."""
+    from dataclasses import dataclass
+
+    from bench.pricing import profile
+    from bench.replay import ReplayConfig
+    from bench.tokens import TokenCounter
+    from strategies.base import Outcome, Strategy, event
+    from traces.synthetic import generate
+
+    work = [0.0]
+
+    @dataclass(frozen=True, kw_only=True)
+    class Walks(Strategy):
+        name = "walks"
+        citation = "test"
+        whole_history: bool = False
+
+        def before_call(self, ctx, session):
+            work[0] += len(ctx.messages) if self.whole_history else 1
+            if session.call_index % 4 == 0:  # an event every fourth call
+                return Outcome(ctx, (event("prune", ctx, ctx),))
+            return None
+
+    trace = generate("long@tokens=100000", 0)
+    counter = TokenCounter()
+    counter.prime(trace.messages)
+    config = ReplayConfig(profile("claude-sonnet-4-5"))
+    flat, early, late = perf.along(trace, Walks(), config, counter, clock=lambda: work[0])
+    assert flat == 1.0
+    n = trace.n_calls - 1  # per-call times: between one call's start and the next's
+    second, last = range(n // 5, 2 * n // 5), range(4 * n // 5, n)
+    assert (early, late) == (sum(i % 4 == 0 for i in second), sum(i % 4 == 0 for i in last))
+    walked, _, _ = perf.along(trace, Walks(whole_history=True), config, counter, clock=lambda: work[0])
+    assert 2.0 < walked < perf.ALONG_HISTORY + 0.5
+
+
+def test_import_seconds_sums_the_top_level_imports_of_an_importtime_report():
+    report = "\n".join([
+        "import time: self [us] | cumulative | imported package",
+        "import time:       100 |        100 |   encodings.utf_8",  # nested: inside the next one
+        "import time:       200 |        300 | encodings",
+        "import time:      1000 |     500000 | pandas",
+        "not an import line | 5 | x",
+    ])
+    assert perf.import_seconds(report) == (300 + 500000) / 1e6
