@@ -284,16 +284,22 @@ QUOTE_LEAD = "\n\nThe user's latest message:\n"
 
 
 def latest_human_text(messages: Sequence[Message]) -> tuple[Message, str] | None:
-    """(message, text) of the user's latest request: a real human turn, or the quote an earlier
-    summary carried (when that summary is newer than every human turn left). None if neither.
+    """(message, text) of the user's latest request: a real human turn, or the request an earlier
+    summary stands for (when that summary is newer than every human turn left): the one its
+    ``request`` meta names (a summary that holds the request in its own words, or a handoff's
+    goal), else the quote it carries. None if neither.
     An empty user message is no request (``is_prompt``): taken for the latest, it would leave the
     real one before it unquoted when a summary replaces it."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
         if not m.meta.get("summary") and not m.meta.get("synthetic") and is_prompt(m):
             return m, m.text
-        if m.meta.get("summary") and QUOTE_LEAD in m.text:
-            return m, m.text.rsplit(QUOTE_LEAD, 1)[1]
+        if m.meta.get("summary"):
+            request = m.meta.get("request")
+            if isinstance(request, str) and request:
+                return m, request
+            if QUOTE_LEAD in m.text:
+                return m, m.text.rsplit(QUOTE_LEAD, 1)[1]
     return None
 
 

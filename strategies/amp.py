@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bench.context import Context
-from strategies._tools import latest_human, remember_files, step_start, text_user, waiting_from
+from strategies._tools import latest_human_text, remember_files, step_start, text_user, waiting_from
 from strategies.base import Outcome, Strategy, event
 from traces.model import Message
 
@@ -58,11 +58,15 @@ class Amp(Strategy):
     its result (a log with an assistant message between a call and its result): the user starts
     a handoff (spec/strategies.md §5), so between turns, never in the middle of a call; version 1
     handed off then, and the result came back without its call. It happens at the next call.
+    Version 3: a second summary or handoff carries on the request the first one stood for (its quote,
+    its goal, or the request it held in its own words); version 2 read only real human turns, so
+    after a summary with no newer turn it quoted nothing and a handoff's goal became "Continue the
+    task.".
     """
 
     name = "amp"
     citation = "Amp (closed source): ampcode.com Handoff post (Nov 2025); amp-code-spec teardown v0.0.1769212917"
-    version = 2
+    version = 3
 
     estimator: str = "truth"
     threshold: int = 100_000
@@ -91,8 +95,8 @@ class Amp(Strategy):
         if not history:
             return None
         summary = session.summarize(history, prompt=COMPACT_PROMPT, max_tokens=self.summary_max_tokens)
-        text = _with_latest_human(SUMMARY_HEADER + summary.text, ctx.messages, tail)
-        after = ctx.replace((*head, text_user(text, summary=True), *tail))
+        text, request = _with_latest_human(SUMMARY_HEADER + summary.text, ctx.messages, tail)
+        after = ctx.replace((*head, text_user(text, summary=True, **request), *tail))
         return Outcome(after, (event("summarize", ctx, after, touched=len(history),
                                      summary_tokens=summary.output_tokens,
                                      detail=f"threshold {self.threshold}: summary replaces {len(history)} messages"),))
@@ -116,14 +120,15 @@ class Amp(Strategy):
         if waiting_from(ctx.messages) < len(ctx):  # the user hands off between turns, not mid-call
             return None
         head = ctx.messages[:1] if ctx.system else ()
-        human = latest_human(ctx.messages)
-        goal = human.text if human is not None else "Continue the task."
+        found = latest_human_text(ctx.messages)  # after a handoff: the goal it carried on
+        goal = found[1] if found is not None else "Continue the task."
         draft = session.summarize(ctx.messages[len(head):], prompt=HANDOFF_PROMPT + goal,
                                   max_tokens=self.summary_max_tokens)
         files, used = self.attachments(session.state.get("files", {}))
         parts = [draft.text, f"Goal for this thread:\n{goal}"]
         parts += [f'<file path="{path}">\n{content}\n</file>' for path, content in files]
-        after = ctx.replace((*head, text_user("\n\n".join(parts), summary=True, handoff=True)))
+        request = {"request": goal} if found is not None else {}
+        after = ctx.replace((*head, text_user("\n\n".join(parts), summary=True, handoff=True, **request)))
         detail = (f"new thread: drafted prompt + goal + {len(files)} files (~{used} tokens at "
                   f"{self.bytes_per_token} bytes/token); file contents approximate (latest read/write "
                   f"results in the trace)")
@@ -131,9 +136,12 @@ class Amp(Strategy):
                                      summary_tokens=draft.output_tokens, detail=detail),))
 
 
-def _with_latest_human(text: str, messages: tuple[Message, ...], tail: tuple[Message, ...]) -> str:
-    """Quote the latest human turn when it is neither kept verbatim nor already in the summary."""
-    human = latest_human(messages)
-    if human is None or any(m is human for m in tail) or human.text in text:
-        return text
-    return f"{text}\n\nThe user's latest message:\n{human.text}"
+def _with_latest_human(text: str, messages: tuple[Message, ...], tail: tuple[Message, ...]
+                       ) -> tuple[str, dict[str, str]]:
+    """Quote the latest request when it is neither kept verbatim nor already in the summary; and the
+    summary's ``request`` meta, so a later summary of this one still finds it (``latest_human_text``)."""
+    found = latest_human_text(messages)
+    if found is None or any(m is found[0] for m in tail):
+        return text, {}
+    request = found[1]
+    return (text if request in text else f"{text}\n\nThe user's latest message:\n{request}"), {"request": request}

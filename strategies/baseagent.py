@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from bench.context import Context
 from bench.prefix import starts_with
-from strategies._tools import latest_human, rewrite_results, text_user
+from strategies._tools import latest_human_text, rewrite_results, text_user
 from strategies.base import Event, Outcome, Strategy, event
 from traces.model import Message
 
@@ -61,11 +61,16 @@ class BaseAgent(Strategy):
     in full on the next call and are pruned again (version 2; version 1 persisted the prune).
     Version 3: the latest user message appended to the summary is the latest one that says
     something (version 2 took an empty user message after it and appended nothing).
+    Version 4: a second summary carries on the request the first stood for; version 3 read only
+    real human turns and appended nothing once a summary had replaced them. BaseAgent itself
+    appends no user message to its summary (``run_compaction`` returns [system, prefix + summary]
+    @4755e816 L272-275); the quote is the harness's rule that the latest request stays (DESIGN.md),
+    added only when the summary does not already hold it.
     """
 
     name = "baseagent"
     citation = "PlatformNetwork/baseagent src/core/compaction.py @4755e816; docs/context-management.md"
-    version = 3
+    version = 4
 
     context_limit: int = 200_000
     """MODEL_CONTEXT_LIMIT; 0 = use the model's window."""
@@ -195,10 +200,11 @@ class BaseAgent(Strategy):
         summary = session.summarize(pruned.messages[len(head):], prompt=COMPACTION_PROMPT,
                                     max_tokens=self.summary_max_tokens)
         text = SUMMARY_PREFIX + summary.text
-        human = latest_human(ctx.messages)
-        if human is not None and human.text not in text:
-            text += f"\n\nLatest user message:\n{human.text}"
-        after = ctx.replace((*head, text_user(text, summary=True)))
+        found = latest_human_text(ctx.messages)  # after a summary: the request it carried on
+        request = {"request": found[1]} if found is not None else {}
+        if found is not None and found[1] not in text:
+            text += f"\n\nLatest user message:\n{found[1]}"
+        after = ctx.replace((*head, text_user(text, summary=True, **request)))
         events.append(event("summarize", pruned, after, touched=len(pruned.messages) - len(head),
                             summary_tokens=summary.output_tokens,
                             detail=f"Compaction result: {ctx.estimate} -> {after.estimate} tokens"))

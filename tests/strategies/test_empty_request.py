@@ -24,15 +24,14 @@ from traces.model import Message, Text, ToolResult, ToolUse, Trace
 REQUEST = "Please also rename the helper in /src/util.py to parse_config (ref R-42)"
 EMPTIES = {"no content": (), "an empty text": (Text(""),)}
 
-LOST_WITHOUT_EMPTY = {
-    "amp@threshold=6000": "a second summary drops the quote of the first (amp reads only real human turns)",
-    "amp:handoff@threshold=6000":
-        "a second handoff's goal is 'Continue the task.' (amp reads only real human turns, not the first goal)",
-    "baseagent@context_limit=0,prune_protect=2000,prune_minimum=1000":
-        "a second summary drops the first's 'Latest user message' (baseagent reads only real human turns)",
-}
-"""Variants that lose the request on this session with no empty message at all (a second
-compaction of a summary, with a summarizer that does not list requests): not this test's subject."""
+SECOND_SUMMARY = (
+    "amp@threshold=6000",
+    "amp:handoff@threshold=6000",
+    "baseagent@context_limit=0,prune_protect=2000,prune_minimum=1000",
+)
+"""Variants that compact this session more than once with no newer human turn: they once read only
+real human turns, so a second summary quoted nothing and a second handoff's goal was "Continue the
+task." (amp 2, baseagent 3)."""
 
 
 class Fixed:
@@ -78,15 +77,15 @@ NAMES = [*strategies.names(), *SCALED_DOWN]
 @pytest.mark.parametrize("empty", list(EMPTIES), ids=list(EMPTIES))
 @pytest.mark.parametrize("name", NAMES)
 def test_a_summary_that_replaces_the_request_carries_it_past_an_empty_user_message(name: str, empty: str, after: str):
-    if name in LOST_WITHOUT_EMPTY:
-        pytest.xfail(LOST_WITHOUT_EMPTY[name])
     run(name, session(EMPTIES[empty], after=after))
 
 
-@pytest.mark.parametrize("name", sorted(LOST_WITHOUT_EMPTY))
-def test_the_variants_left_out_lose_the_request_with_no_empty_message_too(name: str):
-    with pytest.raises(AssertionError, match="latest human turn is gone"):
-        run(name, session(None))
+@pytest.mark.parametrize("name", SECOND_SUMMARY)
+def test_a_second_summary_or_handoff_carries_on_the_request_the_first_stood_for(name: str):
+    trace = session(None)
+    result = replay(trace, Checked(strategies.build(name), trace), CONFIG, counter=TokenCounter(), summarizer=Fixed())
+    assert result.error is None, result.error
+    assert sum(e.kind in ("summarize", "handoff") for e in result.events) >= 2  # the case under test
 
 
 def pending(steps: int = 5) -> Trace:
@@ -121,3 +120,27 @@ def test_amp_hands_off_only_once_a_waiting_call_has_its_result():
     """The user starts a handoff (spec/strategies.md §5), so never while a call waits for its result:
     the new thread would get the result without its call (version 1)."""
     run("amp:handoff@threshold=3200", pending(5))
+
+
+class QuotesOnce:
+    """A summarizer whose first summary holds the request in its own text, and whose later ones
+    do not: the first needs no quote, and the second must still carry the request on."""
+
+    name = "quotes-once"
+
+    def __init__(self) -> None:
+        self.answered = 0
+
+    def summarize(self, request: SummaryRequest) -> Summary:
+        self.answered += 1
+        text = f"SUMMARY. The user asked: {REQUEST}" if self.answered == 1 else "SUMMARY of the work so far."
+        return Summary(text, 0, 16, self.name)
+
+
+@pytest.mark.parametrize("name", SECOND_SUMMARY)
+def test_a_request_a_first_summary_held_in_its_own_words_is_carried_past_a_second(name: str):
+    trace = session(None)
+    result = replay(trace, Checked(strategies.build(name), trace), CONFIG, counter=TokenCounter(),
+                    summarizer=QuotesOnce())
+    assert result.error is None, result.error
+    assert sum(e.kind in ("summarize", "handoff") for e in result.events) >= 2
