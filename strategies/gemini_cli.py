@@ -61,13 +61,23 @@ VERIFY_PROMPT = ("Check the <state_snapshot> you just wrote against the history:
                  "<state_snapshot>; otherwise repeat the same snapshot exactly.")
 
 
+ASCII_TOKENS_PER_CHAR = 0.25
+"""utils/tokenCalculation.ts estimateTextTokens @5411f113 (l.38-55): 1 / charsPerToken, the default 4
+chars a token, since 07792f98 (2026-05-12); 0.33 (ASCII_TOKENS_PER_CHAR) from 2026-01-18, when the
+tool-output budget that reads it came (08c32f72), to then: that build is not a variant here."""
+
+
 def estimate_tokens(text: str) -> int:
-    """tokenCalculation.ts estimateTokenCountSync for text: 0.33 token per ASCII char, 1.5 per other
-    char; strings over 100,000 chars at length / 4."""
-    if len(text) > 100_000:
-        return len(text) // 4
-    ascii_chars = len(text) if text.isascii() else len(text.encode("ascii", "ignore"))  # counted in C
-    return int(ascii_chars * 0.33 + (len(text) - ascii_chars) * 1.5)
+    """tokenCalculation.ts estimateTokenCountSync of one text part: ``ASCII_TOKENS_PER_CHAR`` per
+    ASCII character and 1.5 per other UTF-16 code unit (JavaScript's ``length`` and ``charCodeAt``:
+    a character beyond the BMP is two), floored; over 100,000 code units, length / 4."""
+    if text.isascii():  # counted in C
+        units = ascii_chars = len(text)
+    else:
+        units, ascii_chars = len(text.encode("utf-16-le")) // 2, len(text.encode("ascii", "ignore"))
+    if units > 100_000:
+        return units // 4
+    return int(ascii_chars * ASCII_TOKENS_PER_CHAR + (units - ascii_chars) * 1.5)
 
 
 def truncated_output(content: str, where: str, max_chars: int) -> str:
@@ -422,9 +432,11 @@ class GeminiCli(Strategy):
 
     name = "gemini-cli"
     citation = SRC
-    version = 3
+    version = 4
     """2: a call followed by an empty assistant message is not compressed away from its result.
-    3: nor one followed by an empty user message."""
+    3: nor one followed by an empty user message. 4: the tool-output budget estimates an ASCII
+    character at 0.25 token, as the cited commit does (version 3 used the 0.33 of January to May
+    2026), and a character beyond the BMP as two code units."""
 
     estimator: str = "truth"
     threshold: float = 0.5

@@ -102,15 +102,26 @@ def test_an_empty_user_message_between_a_call_and_its_results_is_no_split_point(
         assert split_point((*history[:5], user("go on"), *history[5:]), 0.7) == 5  # a real turn still is
 
 
+def test_the_budget_estimates_text_as_the_cited_commit_does():
+    """estimateTextTokens @5411f113: 1/4 token per ASCII code unit, 1.5 per other UTF-16 code unit
+    (a character beyond the BMP is two), the sum floored; over 100,000 code units, length / 4."""
+    assert estimate_tokens("a" * 1_001) == 250  # 250.25
+    assert estimate_tokens("é") == 1  # 1.5
+    assert estimate_tokens("😀") == 3  # two code units
+    assert estimate_tokens("ab😀") == 3  # 0.5 + 3.0
+    assert estimate_tokens("😀" * 50_001) == 25_000  # 100,002 code units: length / 4
+    assert estimate_tokens("é" * 100_000) == 150_000  # 100,000 code units: still the per-unit rule
+
+
 def test_old_tool_outputs_over_the_budget_are_cut_newest_kept():
-    history = (user("task"), *tool_round(0, 100_000), *tool_round(1, 100_000), *tool_round(2, 100_000))
-    assert estimate_tokens("y" * 100_000) == 33_000
+    history = (user("task"), *tool_round(0, 120_000), *tool_round(1, 120_000), *tool_round(2, 120_000))
+    assert estimate_tokens("y" * 120_000) == 30_000
     out = GeminiCli().truncate(history, 7)
     contents = [b.content for m in out for b in m.tool_results]
-    assert contents[2] == "y" * 100_000  # newest: within the 50K budget
-    for cut in contents[:2]:  # 33K + 33K > 50K: the older ones keep 8,000 + 32,000 characters
+    assert contents[2] == "y" * 120_000  # newest: within the 50K budget
+    for cut in contents[:2]:  # 30K + 30K > 50K: the older ones keep 8,000 + 32,000 characters
         assert cut.startswith("Output too large. Showing first 8,000 and last 32,000 characters.")
-        assert "[60,000 characters omitted]" in cut and len(cut) < 40_300
+        assert "[80,000 characters omitted]" in cut and len(cut) < 40_300
     assert GeminiCli(function_response_budget=None).truncate(history, 7) == history
 
 
