@@ -166,7 +166,8 @@ class _Carriers:
 
     objs: list[Message] = field(default_factory=list)
     """Recorded carriers (``found`` order) and the strategy's own messages found to hold it."""
-    ids: set[int] = field(default_factory=set)
+    ids: dict[int, Message] = field(default_factory=dict)
+    """``objs`` by id."""
     n_found: int = 0
     witness: Message | None = None
     """A carrier that was in view at the last check (None: none was)."""
@@ -209,9 +210,13 @@ class ReferenceCheck:
         """The last request itself: the next one is compared with it, from where they are known to part."""
         self._in_view: dict[int, int] = {}
         """id → how many times ``_view`` holds that object: updated by the difference, not rebuilt."""
-        self._entered: list[Message] = []
-        """Messages that came into the view, in order, since ``_epoch`` began."""
-        self._entered_written: list[Message] = []
+        self._entered: list[int] = []
+        """The ids of the messages that came into the view, in order, since ``_epoch`` began: ids, not
+        the messages, so a message that left the view is not kept alive by the log (a strategy that
+        re-cuts its outputs every call, gemini-cli, had hundreds of dead 40K-character cuts held). A
+        later message that takes a logged id is only looked at again: a check verifies what it finds
+        against what is in view now."""
+        self._entered_written: list[int] = []
         """Those of them the strategy wrote: the only ones a check searches as text."""
         self._epoch = 0
         self._carriers: dict[str, _Carriers] = {}
@@ -253,7 +258,7 @@ class ReferenceCheck:
         self._sent = sent
         if len(self._entered) + len(came) > 2 * len(sent) + self.LOG_SLACK:  # bounded: older checks look again
             self._entered, self._entered_written, self._epoch = [], [], self._epoch + 1
-        self._entered.extend(came)
+        self._entered.extend(map(id, came))
         return came
 
     def _hold_text(self, text: str) -> dict[int, Message]:
@@ -297,12 +302,12 @@ class ReferenceCheck:
                 if ref in text:
                     new += [m for i, m in by_text[text].items() if i not in ids]
         else:  # written, came into view since the last check, not yet searched
-            for m in self._entered_written[st.written:]:
-                hit = written.get(id(m))
-                if hit is not None and id(m) in in_view and id(m) not in st.ids and ref in hit[1]:
-                    new.append(m)
+            for i in self._entered_written[st.written:]:
+                hit = written.get(i)
+                if hit is not None and i in in_view and i not in st.ids and ref in hit[1]:
+                    new.append(hit[0])
         st.objs += new
-        st.ids.update(map(id, new))
+        st.ids.update((id(m), m) for m in new)
         if st.witness is not None and id(st.witness) in in_view:
             pass
         elif st.witness is not None or full:  # look through them all, newest first
@@ -310,7 +315,7 @@ class ReferenceCheck:
         elif len(self._entered) - st.entered < len(st.objs):  # none was: only a new carrier, or one
             ids = st.ids                                        # that came into the view since, can be
             st.witness = next((m for m in new if id(m) in in_view), None) or next(
-                (m for m in self._entered[st.entered:] if id(m) in ids and id(m) in in_view), None)
+                (ids[i] for i in self._entered[st.entered:] if i in ids and i in in_view), None)
         else:  # fewer carriers than messages came in since: look through the carriers instead
             st.witness = next((m for m in reversed(st.objs) if id(m) in in_view), None)
         st.entered, st.written, st.epoch = len(self._entered), len(self._entered_written), self._epoch
@@ -336,6 +341,6 @@ class ReferenceCheck:
                 if group is None:
                     group = self._hold_text(text)
                 group[id(m)] = m
-                self._entered_written.append(m)
+                self._entered_written.append(id(m))
         upto = len(history)
         return sum(1 for refs in uses if any(self._lost(ref, history, upto) for ref in refs))

@@ -188,3 +188,23 @@ def test_the_incremental_check_counts_what_a_from_scratch_check_counts(monkeypat
             history += [answer, out]
             view += [answer, out]
     assert checked > 1_000
+
+
+def test_a_written_message_that_left_the_view_is_not_kept_alive():
+    """The log of what entered the view holds ids, not messages: a strategy that writes new texts
+    every call (gemini-cli re-cuts its outputs, each cut naming the call) held hundreds of dead
+    40K-character cuts through it. Its count is the same (the randomized tests above)."""
+    import gc
+    import weakref
+
+    t = trace()
+    history = list(t.messages[:8])
+    check = ReferenceCheck(RecordedIndex.of(t))
+    answer = t.messages[8]
+    written = Message("user", (ToolResult("r1", "a cut of the output " * 50),))
+    gone = weakref.ref(written)
+    check.unseen(history, (*history[:3], written, *history[4:]), answer)
+    check.unseen(history, tuple(history), answer)  # the written message left the view
+    del written
+    gc.collect()
+    assert gone() is None
