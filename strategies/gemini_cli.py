@@ -16,13 +16,14 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
+from weakref import ref
 
 from bench.context import Context
 from bench.prefix import starts_with
-from bench.tokens import MESSAGE_OVERHEAD, TokenCounter, safe_split
+from bench.tokens import MESSAGE_OVERHEAD, TokenCounter, remember, safe_split
 from strategies._tools import last_assistant_index, text_assistant, text_user
 from strategies.base import Event, Outcome, Strategy, event
-from traces.model import Block, Message, Text, ToolResult, ToolUse
+from traces.model import Block, Image, Message, Text, ToolResult, ToolUse
 
 if TYPE_CHECKING:
     from bench.session import Session
@@ -61,23 +62,41 @@ VERIFY_PROMPT = ("Check the <state_snapshot> you just wrote against the history:
                  "<state_snapshot>; otherwise repeat the same snapshot exactly.")
 
 
-ASCII_TOKENS_PER_CHAR = 0.25
-"""utils/tokenCalculation.ts estimateTextTokens @5411f113 (l.38-55): 1 / charsPerToken, the default 4
-chars a token, since 07792f98 (2026-05-12); 0.33 (ASCII_TOKENS_PER_CHAR) from 2026-01-18, when the
-tool-output budget that reads it came (08c32f72), to then: that build is not a variant here."""
-
-
-def estimate_tokens(text: str) -> int:
-    """tokenCalculation.ts estimateTokenCountSync of one text part: ``ASCII_TOKENS_PER_CHAR`` per
-    ASCII character and 1.5 per other UTF-16 code unit (JavaScript's ``length`` and ``charCodeAt``:
-    a character beyond the BMP is two), floored; over 100,000 code units, length / 4."""
+def text_quarters(text: str) -> int:
+    """Four times utils/tokenCalculation.ts estimateTextTokens @5411f113 (l.38-55), exact in integers:
+    an ASCII UTF-16 code unit is 1 / charsPerToken = 0.25 token (since 07792f98, 2026-05-12; 0.33 from
+    2026-01-18, when the tool-output budget that reads it came with 08c32f72, to then: that build is
+    not a variant here), any other code unit 1.5 (JavaScript's ``length`` and ``charCodeAt``: a
+    character beyond the BMP is two); over 100,000 code units, length / 4."""
     if text.isascii():  # counted in C
         units = ascii_chars = len(text)
     else:
         units, ascii_chars = len(text.encode("utf-16-le")) // 2, len(text.encode("ascii", "ignore"))
-    if units > 100_000:
-        return units // 4
-    return int(ascii_chars * ASCII_TOKENS_PER_CHAR + (units - ascii_chars) * 1.5)
+    return units if units > 100_000 else ascii_chars + 6 * (units - ascii_chars)
+
+
+def estimate_tokens(text: str) -> int:
+    """tokenCalculation.ts estimateTokenCountSync of one text part (``text_quarters``, floored)."""
+    return text_quarters(text) // 4
+
+
+def part_quarters(m: Message) -> int:
+    """Four times estimateTokenCountSync over the parts of one Content (l.120-150): text parts by
+    ``text_quarters``; a function response as JSON.stringify({output}) / 4 (the tool's name, a few
+    characters, is left out: our results do not carry it); a function call as JSON.stringify(part) / 4;
+    an image 3,000 tokens. The CLI floors the sum over all parts once: sum these, then // 4."""
+    n = 0
+    for b in m.blocks:
+        if isinstance(b, ToolResult):
+            n += len(json.dumps({"output": b.content}, ensure_ascii=False, separators=(",", ":")))
+        elif isinstance(b, ToolUse):
+            n += len(json.dumps({"functionCall": {"name": b.name, "args": b.input}}, ensure_ascii=False,
+                                separators=(",", ":"), default=str))
+        elif isinstance(b, Image):
+            n += 4 * 3_000
+        else:
+            n += text_quarters(getattr(b, "text", ""))
+    return n
 
 
 def truncated_output(content: str, where: str, max_chars: int) -> str:
@@ -427,16 +446,22 @@ class GeminiCli(Strategy):
     every model it knows, unknown ones included, which would never fire on a 200K model); the split
     counts approximate JSON characters of our blocks; the environment-context turn the CLI puts first
     in a new chat and the separate tool-output masking service are not modelled; an overflow is not
-    compacted (the CLI stops the turn with ContextWindowWillOverflow).
+    compacted (the CLI stops the turn with ContextWindowWillOverflow). In the failed state a
+    truncation is accepted on our count of the truncated history, where the CLI reads its character
+    estimate (l.296-302): per call that would mean the JSON length of every new cut.
     """
 
     name = "gemini-cli"
     citation = SRC
     version = 4
     """2: a call followed by an empty assistant message is not compressed away from its result.
-    3: nor one followed by an empty user message. 4: the tool-output budget estimates an ASCII
-    character at 0.25 token, as the cited commit does (version 3 used the 0.33 of January to May
-    2026), and a character beyond the BMP as two code units."""
+    3: nor one followed by an empty user message. 4: the CLI's character estimates where it uses
+    them: the tool-output budget at 0.25 token an ASCII character, as the cited commit does (version
+    3 used the 0.33 of January to May 2026), a character beyond the BMP as two code units; the size
+    of the history sent to the summarizer (original under the model's limit, else truncated) and of
+    the new history a compression would leave (refused when over the last prompt's count) by
+    ``size_estimate``, where version 3 read our token counts, a quarter or more above the CLI's
+    estimate on provider-calibrated counts, and so refused compressions the CLI makes."""
 
     estimator: str = "truth"
     threshold: float = 0.5
@@ -451,12 +476,31 @@ class GeminiCli(Strategy):
     token_limit: int | None = None
     prompt_version: str = "2026"
     """Which snapshot prompt: "2026" (seven sections, today) or "2025" (five sections)."""
+    size_estimate: str = "parts"
+    """How the CLI sizes a history it compresses: "parts", estimateTokenCountSync over its parts
+    (``part_quarters``; calculateRequestTokenCount since e1d2653a, 2025-11-26), or "json", the
+    JSON.stringify length of each Content over 4 (before: core/client.ts tryCompressChat
+    @a3fe9279, ``_chars``)."""
 
     def __post_init__(self) -> None:
         if not 0.0 < self.preserve < 1.0:
             raise ValueError("preserve must be between 0 and 1")
         if self.prompt_version not in PROMPTS:
             raise ValueError(f"prompt_version must be one of {', '.join(PROMPTS)}, not {self.prompt_version!r}")
+        if self.size_estimate not in ("parts", "json"):
+            raise ValueError(f"size_estimate must be 'parts' or 'json', not {self.size_estimate!r}")
+
+    def estimated(self, messages: Sequence[Message], session: Session) -> int:
+        """The CLI's size of a history (``size_estimate``), each message's share computed once."""
+        memo = session.state.setdefault("gemini_sizes", {})
+        total = 0
+        for m in messages:
+            hit = memo.get(id(m))
+            if hit is None or ((held := hit[0]) is not m and (held.__class__ is not ref or held() is not m)):
+                hit = (m, part_quarters(m) if self.size_estimate == "parts" else _chars(m))
+                remember(memo, id(m), m, hit[1])
+            total += hit[1]
+        return total // 4
 
     @property
     def prompt(self) -> str:
@@ -620,7 +664,7 @@ class GeminiCli(Strategy):
         if split == 0:
             return None
         original_part = history[:split]
-        part = original_part if sum(ctx.tok(m) for m in original_part) < limit else truncated[:split]
+        part = original_part if self.estimated(original_part, session) < limit else truncated[:split]
         previous = any(SNAPSHOT_TAG in m.text for m in part if m.role == "user")
         ask = f"{self.prompt}\n\n{UPDATE_SNAPSHOT if previous else NEW_SNAPSHOT}\n\n{REASON_FIRST}"
         summary = session.summarize(part, prompt=ask, max_tokens=session.model.max_output)
@@ -634,7 +678,7 @@ class GeminiCli(Strategy):
             return None
         kept = (text_user(final, summary=True), text_assistant(ACK, synthetic=True), *truncated[split:])
         after = ctx.replace((*head, *kept, *pending))
-        if sum(ctx.tok(m) for m in (*head, *kept)) > original:  # COMPRESSION_FAILED_INFLATED_TOKEN_COUNT
+        if self.estimated(kept, session) > original:  # COMPRESSION_FAILED_INFLATED_TOKEN_COUNT
             session.state["gemini_failed"] = True
             return None
         session.state["gemini_failed"] = False

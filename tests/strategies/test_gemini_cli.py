@@ -22,11 +22,12 @@ from strategies.gemini_cli import (
     GeminiCli,
     cut_tokens,
     estimate_tokens,
+    part_quarters,
     split_point,
     truncated_output,
     truncated_parts,
 )
-from traces.model import Message, Text, ToolResult, ToolUse, Usage, orphans
+from traces.model import Image, Message, Text, ToolResult, ToolUse, Usage, orphans
 
 SONNET = profile("claude-sonnet-4-5")
 SNAP = "<state_snapshot><overall_goal>fix it</overall_goal></state_snapshot>"
@@ -113,6 +114,38 @@ def test_the_budget_estimates_text_as_the_cited_commit_does():
     assert estimate_tokens("é" * 100_000) == 150_000  # 100,000 code units: still the per-unit rule
 
 
+def test_a_content_is_sized_as_estimateTokenCountSync_sizes_its_parts():
+    """Four times the estimate, exact: text by code unit; a function response as the JSON of
+    {output}; a function call as the JSON of the part; an image 3,000 tokens; floored once."""
+    assert part_quarters(user("abc")) == 3 and part_quarters(user("é")) == 6
+    assert part_quarters(Message("user", (ToolResult("c1", 'say "hi"\n'),))) == len('{"output":"say \\"hi\\"\\n"}')
+    call = Message("assistant", (Text("ok"), ToolUse("c1", "read_file", {"path": "a.py"})))
+    assert part_quarters(call) == 2 + len('{"functionCall":{"name":"read_file","args":{"path":"a.py"}}}')
+    assert part_quarters(Message("user", (Image(),))) == 12_000
+
+
+def test_a_compression_is_refused_by_the_clis_estimate_of_the_new_history_not_our_count(counter):
+    """COMPRESSION_FAILED_INFLATED_TOKEN_COUNT compares calculateRequestTokenCount of the new history
+    (a character estimate) with the last prompt's count (l.425-445 @5411f113). A summary of one-letter
+    words costs about a token every two characters, and the estimate reads a quarter token a
+    character: our count of the new history is well over the estimate, and only the estimate decides."""
+    msgs = conversation()
+    strategy = GeminiCli(verify=False)
+    stub = Stub(text=" a" * 6_000)
+    s = session(counter, 90_000, stub, window=100_000)
+    done = strategy.before_call(s.meter.context(msgs), s)
+    pending = len(msgs) - last_assistant_index(msgs) - 1  # this step's messages: sent after the history
+    new = done.context.messages
+    kept = new[1:len(new) - pending]  # the new history: snapshot, ack, the kept 30% (no system prompt)
+    estimate = strategy.estimated(kept, s)
+    ours = sum(done.context.tok(m) for m in kept)
+    assert ours > estimate * 1.5
+    for original, refused in ((estimate, False), (estimate - 1, True)):
+        s = session(counter, original, Stub(text=" a" * 6_000), window=original)
+        assert (strategy.before_call(s.meter.context(msgs), s) is None) is refused
+        assert s.state["gemini_failed"] is refused
+
+
 def test_old_tool_outputs_over_the_budget_are_cut_newest_kept():
     history = (user("task"), *tool_round(0, 120_000), *tool_round(1, 120_000), *tool_round(2, 120_000))
     assert estimate_tokens("y" * 120_000) == 30_000
@@ -159,6 +192,9 @@ def test_2025_generation_threshold_prompt_and_single_call(counter):
     assert old.before_call(session(counter, 1).meter.context(msgs), session(counter, 60_000, stub)) is None  # < 70%
     out = old.before_call(session(counter, 1).meter.context(msgs), session(counter, 70_000, stub))
     assert out is not None and len(stub.requests) == 1 and stub.requests[0].prompt.startswith(COMPRESSION_PROMPT_2025)
+    # before e1d2653a the new history was sized as its JSON characters over 4 (client.ts @a3fe9279)
+    from strategies.gemini_cli import _chars
+    assert old.estimated(msgs, session(counter, 1)) == sum(map(_chars, msgs)) // 4
 
 
 def test_earlier_snapshot_is_carried_forward(counter):
