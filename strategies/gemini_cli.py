@@ -409,7 +409,8 @@ def split_point(messages: tuple[Message, ...], fraction: float) -> int:
     For the same reason an empty user message (no content, or one empty text) is no turn to split
     at: the CLI never records one (it sends no empty prompt, and a function response is the user
     Content that follows the call), so there it has no Content of its own; taken as a user turn
-    between a call and its results, it would cut them apart."""
+    between a call and its results, it would cut them apart; nor does it end the last model turn
+    (a call, an empty user message, an empty model message: the turn made a call)."""
     sizes = [_chars(m) for m in messages]
     target = sum(sizes) * fraction
     last_split = 0
@@ -420,10 +421,12 @@ def split_point(messages: tuple[Message, ...], fraction: float) -> int:
                 return i
             last_split = i
         seen += sizes[i]
-    run = len(messages)
-    while run and messages[run - 1].role == "assistant":
+    run = len(messages)  # the last model turn; an empty user message inside it is no Content there
+    while run and (messages[run - 1].role == "assistant" or not any(
+            not isinstance(b, Text) or b.text for b in messages[run - 1].blocks)):
         run -= 1
-    if run < len(messages) and not any(m.tool_uses for m in messages[run:]):
+    turn = messages[run:]
+    if any(m.role == "assistant" for m in turn) and not any(m.tool_uses for m in turn):
         return len(messages)
     return last_split
 
@@ -461,7 +464,10 @@ class GeminiCli(Strategy):
     of the history sent to the summarizer (original under the model's limit, else truncated) and of
     the new history a compression would leave (refused when over the last prompt's count) by
     ``size_estimate``, where version 3 read our token counts, a quarter or more above the CLI's
-    estimate on provider-calibrated counts, and so refused compressions the CLI makes."""
+    estimate on provider-calibrated counts, and so refused compressions the CLI makes. And the last
+    model turn runs on past an empty user message: a call, an empty user message and an empty
+    model message are one turn that made a call, so the history is not compressed whole while the
+    call's result waits (found by the slow contract suite once compressions were no longer refused)."""
 
     estimator: str = "truth"
     threshold: float = 0.5

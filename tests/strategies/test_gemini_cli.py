@@ -92,6 +92,19 @@ def test_a_call_then_an_empty_assistant_message_is_not_compressed_away_from_its_
     assert new[3:] == msgs[4:]
 
 
+def test_a_call_then_an_empty_user_and_an_empty_model_message_is_a_turn_that_made_a_call():
+    # the failing example the slow contract suite found: the history (before this step's result)
+    # ends with a call, an empty user message and an empty model message; the CLI has no Content for
+    # the empty user message, so its last model turn holds the call and it may not compress it all
+    call = Message("assistant", (ToolUse("c9", "read_file", {"path": "f9"}),))
+    for empty in (Message("user", ()), Message("user", (Text(""),))):
+        history = (user("task " * 400), *tool_round(0, 3000), call, empty, Message("assistant", ()))
+        assert split_point(history, 0.7) == 0  # before: len(history), the call compressed away
+        done = (user("task " * 400), *tool_round(0, 3000), Message("assistant", (Text("done"),)),
+                empty, Message("assistant", ()))
+        assert split_point(done, 0.7) == len(done)  # a turn that made no call: everything
+
+
 def test_an_empty_user_message_between_a_call_and_its_results_is_no_split_point():
     # the failing example the slow contract suite found: an empty user message (no content, or one
     # empty text) after a call, its results next; split there, the results lose their call
