@@ -257,7 +257,7 @@ def scaling(names: list[str], sizes: tuple[int, ...], config: ReplayConfig) -> N
                   key=lambda row: -row[0] if not math.isnan(row[0]) else math.inf)
     over = []
     for growth, early, late, n in rows:
-        per_work = growth / max(1.0, late / early if early else 1.0)
+        per_work = growth / (work_ratio((1, 1), (early, late)) or 1.0)  # the fifths hold as many calls
         if not per_work <= TARGET_TEN_X / 10:
             over.append(n)
         print(f"   {n:34}{growth:9.2f}   events {early}/{late}" + (f"; {per_work:.2f}" if late > early else ""))

@@ -303,6 +303,18 @@ def latest_human_text(messages: Sequence[Message]) -> tuple[Message, str] | None
     return None
 
 
+def carry_request(text: str, messages: Sequence[Message], kept: Sequence[Message], lead: str = QUOTE_LEAD
+                  ) -> tuple[str, dict[str, str]]:
+    """``text`` with the latest request quoted after ``lead`` unless it is kept verbatim or already in
+    ``text``, and the ``request`` meta of the summary that carries it on (``latest_human_text``): for
+    agents whose summary quotes the request only when it is missing (amp, baseagent)."""
+    found = latest_human_text(messages)
+    if found is None or any(m is found[0] for m in kept):
+        return text, {}
+    request = found[1]
+    return (text if request in text else f"{text}{lead}{request}"), {"request": request}
+
+
 def quote_latest_human(text: str, messages: Sequence[Message], kept: Sequence[Message]) -> str:
     """``text`` plus the latest human turn, when that turn is neither kept nor already quoted.
 

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bench.context import Context
-from strategies._tools import latest_human_text, remember_files, step_start, text_user, waiting_from
+from strategies._tools import carry_request, latest_human_text, remember_files, step_start, text_user, waiting_from
 from strategies.base import Outcome, Strategy, event
-from traces.model import Message
 
 if TYPE_CHECKING:
     from bench.session import Session
@@ -95,7 +94,7 @@ class Amp(Strategy):
         if not history:
             return None
         summary = session.summarize(history, prompt=COMPACT_PROMPT, max_tokens=self.summary_max_tokens)
-        text, request = _with_latest_human(SUMMARY_HEADER + summary.text, ctx.messages, tail)
+        text, request = carry_request(SUMMARY_HEADER + summary.text, ctx.messages, tail)
         after = ctx.replace((*head, text_user(text, summary=True, **request), *tail))
         return Outcome(after, (event("summarize", ctx, after, touched=len(history),
                                      summary_tokens=summary.output_tokens,
@@ -135,13 +134,3 @@ class Amp(Strategy):
         return Outcome(after, (event("handoff", ctx, after, touched=len(ctx.messages) - len(head),
                                      summary_tokens=draft.output_tokens, detail=detail),))
 
-
-def _with_latest_human(text: str, messages: tuple[Message, ...], tail: tuple[Message, ...]
-                       ) -> tuple[str, dict[str, str]]:
-    """Quote the latest request when it is neither kept verbatim nor already in the summary; and the
-    summary's ``request`` meta, so a later summary of this one still finds it (``latest_human_text``)."""
-    found = latest_human_text(messages)
-    if found is None or any(m is found[0] for m in tail):
-        return text, {}
-    request = found[1]
-    return (text if request in text else f"{text}\n\nThe user's latest message:\n{request}"), {"request": request}

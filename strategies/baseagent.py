@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from bench.context import Context
 from bench.prefix import starts_with
-from strategies._tools import latest_human_text, rewrite_results, text_user
+from strategies._tools import carry_request, rewrite_results, text_user
 from strategies.base import Event, Outcome, Strategy, event
 from traces.model import Message
 
@@ -200,10 +200,7 @@ class BaseAgent(Strategy):
         summary = session.summarize(pruned.messages[len(head):], prompt=COMPACTION_PROMPT,
                                     max_tokens=self.summary_max_tokens)
         text = SUMMARY_PREFIX + summary.text
-        found = latest_human_text(ctx.messages)  # after a summary: the request it carried on
-        request = {"request": found[1]} if found is not None else {}
-        if found is not None and found[1] not in text:
-            text += f"\n\nLatest user message:\n{found[1]}"
+        text, request = carry_request(text, ctx.messages, (), lead="\n\nLatest user message:\n")
         after = ctx.replace((*head, text_user(text, summary=True, **request)))
         events.append(event("summarize", pruned, after, touched=len(pruned.messages) - len(head),
                             summary_tokens=summary.output_tokens,

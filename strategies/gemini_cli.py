@@ -21,7 +21,7 @@ from weakref import ref
 from bench.context import Context
 from bench.prefix import starts_with
 from bench.tokens import MESSAGE_OVERHEAD, TokenCounter, remember, safe_split
-from strategies._tools import last_assistant_index, text_assistant, text_user
+from strategies._tools import is_empty, last_assistant_index, text_assistant, text_user
 from strategies.base import Event, Outcome, Strategy, event
 from traces.model import Block, Image, Message, Text, ToolResult, ToolUse
 
@@ -416,14 +416,13 @@ def split_point(messages: tuple[Message, ...], fraction: float) -> int:
     last_split = 0
     seen = 0
     for i, m in enumerate(messages):
-        if m.role == "user" and not m.tool_results and any(not isinstance(b, Text) or b.text for b in m.blocks):
+        if m.role == "user" and not m.tool_results and not is_empty(m):
             if seen >= target:
                 return i
             last_split = i
         seen += sizes[i]
     run = len(messages)  # the last model turn; an empty user message inside it is no Content there
-    while run and (messages[run - 1].role == "assistant" or not any(
-            not isinstance(b, Text) or b.text for b in messages[run - 1].blocks)):
+    while run and (messages[run - 1].role == "assistant" or is_empty(messages[run - 1])):
         run -= 1
     turn = messages[run:]
     if any(m.role == "assistant" for m in turn) and not any(m.tool_uses for m in turn):
