@@ -337,7 +337,7 @@ def pareto_front(points: pd.DataFrame, x: str = "cost", y: str = "retention") ->
             continue
         others = ok & (cx <= cx[i]) & (cy >= cy[i]) & ((cx < cx[i]) | (cy > cy[i]))
         front.append(not others.any())
-    return pd.Series(front, index=points.index)
+    return pd.Series(front, index=points.index, dtype=bool)  # empty stays a mask, not a column list
 
 
 def sweeps(info: dict[str, Any], totals: pd.DataFrame) -> list[Sweep]:

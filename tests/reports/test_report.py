@@ -284,3 +284,15 @@ def test_each_strategy_row_links_to_a_page_of_its_compactions(rendered: Path) ->
     llm = (rendered.parent / "compactions" / "llm.html").read_text()
     assert "<td class=num>2</td><td>summarize</td>" in llm and "<code>t1</code>: 1 events" in llm
     assert "did nothing on any trace" in (rendered.parent / "compactions" / "none.html").read_text()
+
+
+def test_a_run_of_none_alone_that_overflowed_renders(tmp_path: Path) -> None:
+    """`run --traces synthetic:long --strategies none`: every strategy overflowed, so the feasible set
+    and the Pareto front are empty; the report is still written (it crashed in cost_vs_retention)."""
+    from bench.cli import main
+
+    args = ["run", "--traces", "synthetic:long", "--strategies", "none", "--truth", "cl100k", "--workers", "1",
+            "--out", str(tmp_path), "--name", "alone", "--quiet"]
+    assert main(args) == 0
+    page = (tmp_path / "alone" / "report.html").read_text(encoding="utf-8")
+    assert "cost_vs_retention.png" in page and (tmp_path / "alone" / "cost_vs_retention.png").stat().st_size > 0
