@@ -370,6 +370,9 @@ def parser() -> argparse.ArgumentParser:
     from bench.fidelity_command import add_parser as add_fidelity
 
     add_fidelity(sub)
+    from bench.conformance import add_parser as add_conformance
+
+    add_conformance(sub)
     return p
 
 

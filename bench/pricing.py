@@ -57,6 +57,8 @@ class ModelProfile:
     """The table entry an alias resolves to (empty for the entry itself). ``id`` stays the id the
     session used, so a policy keyed on the model family sees ``gpt-5.1-codex``, not ``gpt-5.1``
     (strategies/codex.py's truncation policy)."""
+    price_source: str = ""
+    window_source: str = ""
 
     @property
     def canonical_id(self) -> str:

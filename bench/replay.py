@@ -30,6 +30,7 @@ from bench.summarizers.extractive import ExtractiveSummarizer
 from bench.tokens import TokenCounter
 from bench.validity import EVENT_KIND as INVALID
 from bench.validity import RequestCheck, describe
+from bench.windows import session_windows
 from strategies.base import Outcome, Strategy
 from traces.model import Message, Trace, Usage
 
@@ -67,7 +68,10 @@ def replay(
     observers: tuple[Observer, ...] = (),
 ) -> TaskResult:
     label = label or strategy.name
-    model = config.model
+    # --model recorded: each call windowed as the session ran it (bench/windows.py), not the table's
+    # standard window; a forced --model keeps that model's own.
+    windows = session_windows(trace) if config.recorded_models else None
+    model = windows.apply(config.model) if windows is not None else config.model
     summary_model = config.summarizer_model or model
     provider = ProviderView(trace, counter)  # overhead and dropped reasoning (bench/attribution.py)
     meter = Meter(counter, strategy.estimator, provider.overhead_at(0))
@@ -139,6 +143,7 @@ def replay(
     references = ReferenceCheck(RecordedIndex.of(trace))
     validity = RequestCheck()  # what the API would reject is flagged, never sent silently
     answered: Message | None = None  # the last recorded answer, not yet in ctx
+    windowed: dict[tuple[str, int | None], ModelProfile] = {}  # each recorded model's profile, once
     for step in trace.steps():
         session.call_index = step.index
         if provider.overhead_at(step.index) != meter.overhead:  # re-measured after a model switch
@@ -146,7 +151,11 @@ def replay(
             ctx, session.meter = ctx.with_meter(meter), meter
         recorded_model = recorded_id(step.answer.meta.get("model")) if config.recorded_models and step.answer else None
         if recorded_model:
-            as_recorded = recorded_profile(recorded_model, step.answer.meta.get("context_window"))
+            key = (recorded_model, step.answer.meta.get("context_window"))
+            as_recorded = windowed.get(key)
+            if as_recorded is None:
+                as_recorded = windowed[key] = windows.apply(recorded_profile(*key)) if windows is not None \
+                    else recorded_profile(*key)
             if as_recorded != model:
                 model = session.model = as_recorded
                 cache = PromptCache(model, config.cache_ttl)

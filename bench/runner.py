@@ -324,11 +324,18 @@ def run_job(job: executors.Job, config: RunConfig, window: int | None) -> list[T
     """A worker's job: some tasks of one trace, each flattened for the store (metrics included);
     ``window`` None (``--model recorded``) means the trace's own model's."""
     counter = _job_counter(job)
+    model = _trace_profile(config, job.trace)
     if window is None:
-        window = _trace_window(config, job.trace)
+        window = model.context_window if model is not None else None
+    where = {"window": window,
+             "window_source": (model.window_source or "the price table") if model is not None else "",
+             "price_source": (model.price_source or "the price table") if model is not None else ""}
     with long_lived_frozen():
-        return [task_output(key, run_task(job.trace, counter, spec, config), window, config.detail)
-                for key, spec in job.tasks]
+        outputs = [task_output(key, run_task(job.trace, counter, spec, config), window, config.detail)
+                   for key, spec in job.tasks]
+    for out in outputs:
+        out.row.update(where)
+    return outputs
 
 
 def _window(config: RunConfig) -> int | None:
@@ -336,15 +343,19 @@ def _window(config: RunConfig) -> int | None:
     return None if config.model == RECORDED else profile(config.model).context_window
 
 
-def _trace_window(config: RunConfig, trace: Trace) -> int | None:
-    """The window of the model a trace runs as (its first); None for an unknown model, whose
-    tasks record the error that names the price file to write."""
+def _trace_profile(config: RunConfig, trace: Trace) -> Any:
+    """The model a trace runs as (its first), windowed as the session ran it under ``--model
+    recorded`` (bench/windows.py); None for a model refused (``--strict-prices``), whose tasks
+    record the error."""
+    from bench.windows import session_windows
+
     for path in config.prices:
         add_prices(path)
     try:
-        return profile_for(config.model, trace.model).context_window
+        model = profile_for(config.model, trace.model)
     except UnknownModelError:
         return None
+    return session_windows(trace).apply(model) if config.model == RECORDED else model
 
 
 def trace_filter(config: RunConfig) -> sources.TraceFilter:

@@ -100,7 +100,7 @@ def test_a_synthetic_trace_gets_the_run_model_and_a_recorded_one_its_own() -> No
     """Under the default, a trace that records no model is billed as DEFAULT_MODEL (sonnet), one that
     records haiku as haiku; forcing --model applies that model to both."""
     from bench.pricing import DEFAULT_MODEL
-    from bench.runner import RunConfig, _trace_window, run_task
+    from bench.runner import RunConfig, _trace_profile, run_task
     from traces.synthetic import generate
 
     synthetic = generate("short", seed=0)
@@ -122,8 +122,8 @@ def test_a_synthetic_trace_gets_the_run_model_and_a_recorded_one_its_own() -> No
     assert billed_as(haiku, default) == {"claude-haiku-4-5"}
     forced = RunConfig(truth="cl100k", executor="local", workers=1, model="claude-opus-4-6")
     assert billed_as(synthetic, forced) == billed_as(haiku, forced) == {"claude-opus-4-6"}
-    assert _trace_window(default, synthetic) == profile(DEFAULT_MODEL).context_window
-    assert _trace_window(default, _recorded_trace("gpt-5.1")) == profile("gpt-5.1").context_window
+    assert _trace_profile(default, synthetic).context_window == profile(DEFAULT_MODEL).context_window
+    assert _trace_profile(default, _recorded_trace("gpt-5.1")).context_window == profile("gpt-5.1").context_window
 
 
 def test_every_shared_trace_resolves_its_model_under_the_default(shared_traces) -> None:

@@ -1,0 +1,155 @@
+"""The context window a recorded session ran with: what the session shows, then the agent's rules.
+
+The price table gives a model's *standard* window (bench.pricing). A real session may have run
+with another one, and windowing it wrong charges ``none`` with overflows on prompts the agent
+really sent, and makes a strategy compact where the agent never did. So, per model the session
+recorded, in this order:
+
+1. **The agent's documented rule for its version** (``AGENT_RULES``): e.g. Claude Code runs
+   Opus 4.7 with its native 1M window from 2.1.117 on. Rules cite the changelog entry they follow.
+2. **What the recording says**: a ``[1m]`` model id, or ``meta["window_hint"] == "1m"`` that an
+   importer or the Entire CLI's metadata set (``claude-opus-4-6[1m]``).
+3. **What the session proves**: a recorded call whose prompt plus output exceeds the window so far
+   could not have been sent under it, so the window is at least that call. It is lifted to the
+   model's long-context window (the ``[1m]`` profile) when that covers the call, else to the call
+   itself (a lower bound, said as such).
+
+Codex records the effective window it compacts against on each call (``model_context_window``);
+bench.replay keeps that as the input limit, and rule 3 lifts it the same way.
+
+Every resolved profile says where its window came from (``ModelProfile.window_source``), and the
+run's rows carry it, so a user can see which sessions ran on which evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from dataclasses import replace as dc_replace
+from typing import Any
+
+from bench.pricing import ModelProfile, UnknownModelError, profile, recorded_id
+from traces.model import Trace
+
+ONE_M = "[1m]"
+LONG_CONTEXT = 1_000_000
+
+
+@dataclass(frozen=True)
+class Rule:
+    """From ``since`` (inclusive) on, sessions of ``agent`` on a model whose id starts with one of
+    ``models`` run with the long-context (1M) window by default."""
+
+    agent: str
+    models: tuple[str, ...]
+    since: tuple[int, ...]
+    source: str
+
+
+AGENT_RULES: tuple[Rule, ...] = (
+    Rule("claude-code", ("claude-opus-4-7",), (2, 1, 117),
+         "Claude Code CHANGELOG 2.1.117: Opus 4.7 runs with its native 1M context"),
+    Rule("claude-code", ("claude-sonnet-5",), (2, 1, 197),
+         "Claude Code CHANGELOG 2.1.197: Sonnet 5 defaults to the 1M context"),
+    Rule("claude-code", ("claude-opus-5", "claude-fable-5"), (2, 1, 219),
+         "Claude Code CHANGELOG 2.1.219: Opus 5 defaults to the 1M context"),
+)
+"""Agents' documented long-context defaults, per version. A user who set
+CLAUDE_CODE_DISABLE_1M_CONTEXT leaves no trace of it in the transcript; rule 3 cannot lower a
+window, so such a session is windowed at 1M and simply never reaches it."""
+
+
+@dataclass(frozen=True)
+class SessionWindows:
+    """How one session's recorded models are windowed (``apply`` to each call's profile)."""
+
+    long: frozenset[str] = frozenset()
+    """Models the session ran with the long-context window (by rule or by what it recorded)."""
+    why: Mapping[str, str] | None = None
+    """Model id → where its long window came from."""
+    floor: Mapping[str, tuple[int, int]] | None = None
+    """Model id → (tokens, call) of the largest recorded prompt plus output: the window is at least that."""
+
+    def apply(self, model: ModelProfile, lookup: Callable[[str], ModelProfile] = profile) -> ModelProfile:
+        """``model`` windowed as this session ran it."""
+        key = _base(model.id)
+        why = (self.why or {}).get(key)
+        if key in self.long and model.context_window < LONG_CONTEXT:
+            model = dc_replace(_long(model, lookup), window_source=why or "the session")
+        seen = (self.floor or {}).get(key)
+        if seen is not None:
+            need, call = seen
+            limit = model.max_input if model.max_input is not None else model.context_window
+            if need > limit:
+                longer = _long(model, lookup)
+                if longer.context_window >= need and model.context_window < longer.context_window:
+                    model = dc_replace(longer, max_input=None,
+                                       window_source=f"the session: call {call} sent {need:,} tokens, over "
+                                                     f"{limit:,}; the model's long-context window")
+                else:
+                    model = dc_replace(model, context_window=max(model.context_window, need), max_input=None,
+                                       window_source=f"the session: call {call} sent {need:,} tokens, over "
+                                                     f"{limit:,} (a lower bound)")
+        return model
+
+
+def _base(model_id: str) -> str:
+    return model_id.removesuffix(ONE_M)
+
+
+def _long(model: ModelProfile, lookup: Callable[[str], ModelProfile]) -> ModelProfile:
+    """The model's long-context profile (its ``[1m]`` entry, with that tier's prices), else the
+    same prices at 1M."""
+    try:
+        longer = lookup(_base(model.id) + ONE_M)
+    except (UnknownModelError, KeyError):
+        longer = None
+    if longer is None or longer.context_window <= model.context_window:
+        return dc_replace(model, context_window=max(model.context_window, LONG_CONTEXT))
+    return dc_replace(longer, id=model.id)
+
+
+def session_windows(trace: Trace) -> SessionWindows:
+    """The long-window models of ``trace`` and the largest call each model was recorded sending."""
+    from strategies.versions import parse_version
+
+    version = trace.meta.get("version") or trace.meta.get("cli_version")
+    parsed = parse_version(version) if isinstance(version, str) else None
+    hinted = trace.meta.get("window_hint") == "1m"
+    evidence = trace.meta.get("window_evidence")
+    models: dict[str, tuple[int, int]] = {}
+    call = 0
+    for m in trace.messages:
+        if m.role != "assistant":
+            continue
+        model_id = recorded_id(m.meta.get("model")) or recorded_id(trace.model)
+        if model_id and m.usage is not None:
+            need = m.usage.prompt_tokens + m.usage.output_tokens
+            if need > models.get(_base(model_id), (0, 0))[0]:
+                models[_base(model_id)] = (need, call)
+        call += 1
+    named = {_base(x) for x in (recorded_id(trace.model), *(recorded_id(m.meta.get("model"))
+                                                           for m in trace.messages if m.role == "assistant")) if x}
+    long: dict[str, str] = {}
+    for model_id in named:
+        if model_id + ONE_M in (trace.model or "") or hinted and _same_family(model_id, trace):
+            long[model_id] = f"the recording: {evidence}" if evidence else f"the recording: {trace.model}"
+            continue
+        for rule in AGENT_RULES:
+            if rule.agent == trace.agent and parsed is not None and parsed >= rule.since \
+                    and model_id.startswith(rule.models):
+                long[model_id] = rule.source
+    return SessionWindows(frozenset(long), long, models)
+
+
+def _same_family(model_id: str, trace: Trace) -> bool:
+    """A window hint names the session's main model; a side call on another family (Claude Code's
+    Haiku title calls) keeps its own window."""
+    main = _base(recorded_id(trace.model) or "")
+    return not main or model_id == main or model_id.split("-")[:2] == main.split("-")[:2]
+
+
+def describe(windows: SessionWindows, model: ModelProfile) -> dict[str, Any]:
+    """The window a result row names: tokens and where they came from."""
+    m = windows.apply(model)
+    return {"window": m.max_input or m.context_window, "window_source": m.window_source}

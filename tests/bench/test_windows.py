@@ -1,0 +1,84 @@
+"""bench/windows.py: a session is windowed as it ran (its recording, its agent's rules, what it sent).
+
+Hand-built Claude Code sessions: a 1M session whose transcript names plain ``claude-opus-4-6``
+must not be charged overflows on prompts the agent really sent, and the agent's strategy must not
+compact there; a 200K session stays at 200K.
+"""
+
+from __future__ import annotations
+
+import strategies
+from bench.pricing import profile
+from bench.replay import ReplayConfig, replay
+from bench.tokens import TokenCounter
+from bench.windows import LONG_CONTEXT, session_windows
+from traces.model import Message, Trace, Usage
+
+
+def _session(prompts: list[int], *, model: str = "claude-opus-4-6", version: str = "2.1.108",
+             meta: dict | None = None) -> Trace:
+    """One call per prompt size, each with recorded usage of that size."""
+    msgs = []
+    for i, p in enumerate(prompts):
+        msgs.append(Message.text_message("user", f"step {i}: " + "lorem ipsum " * 50))
+        msgs.append(Message.text_message("assistant", f"done {i}", meta={"model": model},
+                                         usage=Usage(input_tokens=10, cache_read_tokens=p - 10, output_tokens=200)))
+    return Trace("s", tuple(msgs), agent="claude-code", model=model, meta={"version": version, **(meta or {})})
+
+
+def _window(trace: Trace, model: str = "claude-opus-4-6") -> tuple[int, str]:
+    m = session_windows(trace).apply(profile(model))
+    return m.context_window, m.window_source
+
+
+def test_a_200k_session_keeps_the_standard_window() -> None:
+    window, source = _window(_session([20_000, 90_000, 150_000]))
+    assert window == profile("claude-opus-4-6").context_window == 200_000
+    assert "session" not in source and "CHANGELOG" not in source
+
+
+def test_a_prompt_over_the_window_proves_the_long_context_one() -> None:
+    window, source = _window(_session([50_000, 180_000, 414_000]))
+    assert window == LONG_CONTEXT
+    assert "call 2 sent 414,200 tokens" in source
+
+
+def test_the_recording_says_1m() -> None:
+    trace = _session([30_000], meta={"window_hint": "1m", "window_evidence": "entire metadata.json model "
+                                                                             "claude-opus-4-6[1m]"})
+    window, source = _window(trace)
+    assert window == LONG_CONTEXT and "claude-opus-4-6[1m]" in source
+    haiku = session_windows(trace).apply(profile("claude-haiku-4-5"))
+    assert haiku.context_window == profile("claude-haiku-4-5").context_window  # a side model keeps its own
+
+
+def test_claude_code_runs_opus_4_7_at_1m_from_2_1_117() -> None:
+    """CHANGELOG 2.1.117: Opus 4.7's native 1M window. The version before keeps 200K."""
+    from dataclasses import replace
+
+    from bench.windows import SessionWindows
+
+    opus47 = replace(profile("claude-opus-4-6"), id="claude-opus-4-7")
+
+    def at(version: str) -> SessionWindows:
+        return session_windows(_session([30_000], model="claude-opus-4-7", version=version))
+
+    assert at("2.1.117").apply(opus47).context_window == LONG_CONTEXT
+    assert "2.1.117" in at("2.1.144").apply(opus47).window_source
+    assert at("2.1.116").apply(opus47).context_window == 200_000
+
+
+def test_none_never_overflows_and_claude_code_never_compacts_a_1m_session() -> None:
+    trace = _session([50_000, 180_000, 300_000, 414_000])
+    counter = TokenCounter()
+    from bench.attribution import adopt_shipped, shipped_counts
+
+    adopt_shipped(counter, trace, shipped_counts(trace, TokenCounter()))
+    config = ReplayConfig(profile("claude-opus-4-6"), recorded_models=True)
+    none = replay(trace, strategies.build("none"), config, counter=counter)
+    assert [c.overflow for c in none.calls] == [False] * 4
+    cc = replay(trace, strategies.build("claude-code"), config, counter=counter)
+    assert not [e for e in cc.events if e.kind in ("summarize", "handoff")]
+    # The same session forced onto the standard window overflows: the rule is what keeps it whole.
+    forced = replay(trace, strategies.build("none"), ReplayConfig(profile("claude-opus-4-6")), counter=counter)
+    assert any(c.overflow for c in forced.calls)
