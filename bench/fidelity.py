@@ -163,8 +163,10 @@ MANUAL = "manual"
 
 def first_automatic(rows: list[dict]) -> dict:
     """The row the results table reports: the first recorded compaction the agent triggered itself
-    (the first row when every one was manual; {} when there is none)."""
-    return next((r for r in rows if r.get("trigger") != MANUAL), rows[0] if rows else {})
+    (the first row when every one was manual; {} when there is none). One before the file's first call
+    (a file that begins with a compaction) was not triggered by anything the replay holds."""
+    return next((r for r in rows if r.get("trigger") != MANUAL and r.get("recorded_call", 1) != 0),
+                rows[0] if rows else {})
 
 
 def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | None = None) -> list[dict]:
@@ -173,7 +175,9 @@ def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | N
     Replayed columns are None when the replay compacted fewer times than the recorded agent. A
     compaction the user asked for (``trigger == "manual"``, Claude Code's /compact) is listed but
     paired with nothing: no strategy models a typed command, and pairing it with the replay's first
-    automatic compaction would report a trigger error that is not one.
+    automatic compaction would report a trigger error that is not one. Nor is a compaction before
+    the first call (a file that begins with one: the agent compacted a part the file does not hold),
+    which no replay can reproduce and which is no miss.
     ``post_ratio`` = replayed_post_tokens / recorded_post_tokens.
 
     Sizes come in two units. ``recorded_pre_tokens`` (compact_boundary's preTokens) and the
@@ -216,7 +220,7 @@ def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | N
             "replayed_compactions": len(replayed),
         }
         e = None
-        if rc.trigger != MANUAL and paired < len(replayed):
+        if rc.trigger != MANUAL and recorded_call > 0 and paired < len(replayed):
             e, paired = replayed[paired], paired + 1
         replayed_post = None if e is None else sent.get(e.call, e.tokens_after)
         row.update({

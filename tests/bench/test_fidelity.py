@@ -193,3 +193,24 @@ def test_a_manual_compaction_is_listed_but_never_paired_with_an_automatic_one():
     assert auto["trigger"] == "auto" and auto["replayed_call"] == 3 and auto["call_delta"] == 0
     assert first_automatic([manual, auto]) is auto
     assert first_automatic([manual]) is manual and first_automatic([]) == {}
+
+
+def test_a_file_that_begins_with_a_compaction_is_no_miss():
+    """The agent compacted before the file's first call (its pre-compaction part is absent): the row
+    is listed, paired with nothing, and the replay's own compaction goes to the next recorded one."""
+    from dataclasses import replace as dc_replace
+
+    from bench.conformance import first_compaction_call
+    from bench.fidelity import first_automatic
+
+    head = (M("user", "Summary of an earlier part.", meta={"summary": True}),)
+    trace = dc_replace(TRACE, messages=head + MESSAGES[1:],
+                       compactions=(RecordedCompaction(0, "auto", 150_000, "Summary of an earlier part."),
+                                    RecordedCompaction(7, "auto", 9_100, SUMMARY)))
+    counter = TokenCounter()
+    result = replay_recorded(trace, UsageTrigger(), ReplayConfig(profile("claude-sonnet-4-5")), counter=counter)
+    before, auto = fidelity_rows(trace, result, counter=counter)
+    assert before["recorded_call"] == 0 and before["replayed_call"] is None and before["call_delta"] is None
+    assert auto["replayed_call"] == 3 and auto["call_delta"] == 0
+    assert first_automatic([before, auto]) is auto
+    assert first_compaction_call(trace) == 3  # the conformance bound is the first compaction in the file
