@@ -50,8 +50,7 @@ def _run(args: argparse.Namespace) -> int:
     if output.skipped:
         print(f"skipped {output.skipped} bad records (--lenient)", file=sys.stderr)
     if output.errors and len(output.errors) == len(output.table):  # nothing to score, report or recommend
-        for trace, strategy, error in output.errors:
-            print(f"error: {trace} × {strategy}: {error}", file=sys.stderr)
+        _print_errors(output.errors)
         print(f"compaction-bench: every task failed ({len(output.errors)}); no report → {output.run_dir}/",
               file=sys.stderr)
         return 1
@@ -87,9 +86,20 @@ def _run(args: argparse.Namespace) -> int:
         from bench.store import atomic_write
 
         atomic_write(output.run_dir / "verdict.json", verdict.to_json() + "\n")
-    for trace, strategy, error in output.errors:
-        print(f"error: {trace} × {strategy}: {error}", file=sys.stderr)
+    _print_errors(output.errors)
     return 1 if output.errors else 0
+
+
+def _print_errors(errors: list[tuple[str, str, str]]) -> None:
+    """Each failed session once: its first line of error, and which of its strategies it stopped
+    (the same cause, a refused model or an unreadable record, fails every task of a session alike)."""
+    by: dict[tuple[str, str], list[str]] = {}
+    for trace, strategy, error in errors:
+        by.setdefault((trace, error.splitlines()[0] if error else "failed"), []).append(strategy)
+    for (trace, error), labels in by.items():
+        which = labels[0] if len(labels) == 1 else f"{len(labels)} strategies ({', '.join(labels[:3])}" \
+            + (", …)" if len(labels) > 3 else ")")
+        print(f"error: {trace} × {which}: {error[:300]}", file=sys.stderr)
 
 
 def _scale_options(args: argparse.Namespace) -> dict:
@@ -269,10 +279,19 @@ def _new_strategy(args: argparse.Namespace) -> int:
     return 0
 
 
+EXIT_CODES = """exit codes:
+  0    done (run: every task finished; conformance: every session conforms)
+  1    run: some tasks failed (each failed session is named once; the others' results are stored);
+       conformance: a session does not conform
+  2    refused before any work: bad option, strategy, price file, source or unreadable input
+  130  interrupted (Ctrl-C): finished tasks are saved, the same command resumes"""
+
+
 def parser() -> argparse.ArgumentParser:
     from bench.help_format import DefaultsHelp
 
-    p = argparse.ArgumentParser(prog="compaction-bench", description=__doc__)
+    p = argparse.ArgumentParser(prog="compaction-bench", description=__doc__, epilog=EXIT_CODES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="replay traces through strategies and score them",

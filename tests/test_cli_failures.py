@@ -61,3 +61,16 @@ def test_a_run_where_some_tasks_fail_still_reports_the_others(tmp_path, trace_fi
     assert "error: tiny × boom_plugin:Boom" in captured.err and "every task failed" not in captured.err
     assert (tmp_path / "out" / "f" / "report.html").exists()
     assert main(["report", str(tmp_path / "out" / "f")]) == 0
+
+
+def test_a_session_that_fails_every_strategy_alike_is_named_once(capsys) -> None:
+    """One cause (a refused model, an unreadable record) fails each task of a session alike: one line
+    per session, its first line of error, not one 2 KB block per task."""
+    from bench.cli import _print_errors
+
+    long = "UnknownModelError: no price for 'acme-1'.\n" + "Known: " + ", ".join(f"m{i}" for i in range(500))
+    _print_errors([("s1", "none", long), ("s1", "codex", long), ("s1", "aider", long), ("s1", "amp", long),
+                   ("s2", "none", "KeyError: 'x'")])
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["error: s1 × 4 strategies (none, codex, aider, …): UnknownModelError: no price for 'acme-1'.",
+                     "error: s2 × none: KeyError: 'x'"]
