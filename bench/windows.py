@@ -37,26 +37,50 @@ LONG_CONTEXT = 1_000_000
 
 @dataclass(frozen=True)
 class Rule:
-    """From ``since`` (inclusive) on, sessions of ``agent`` on a model whose id starts with one of
-    ``models`` run with the long-context (1M) window by default."""
+    """Sessions of ``agent`` recorded at a version in [since, until), on a model whose id starts
+    with one of ``models``, ran with ``window`` tokens (``context_tier`` when the agent records one)."""
 
     agent: str
     models: tuple[str, ...]
-    since: tuple[int, ...]
-    source: str
+    window: int
+    since: tuple[int, ...] | None = None
+    until: tuple[int, ...] | None = None
+    source: str = ""
+    context_tier: str | None = None
+
+    def covers(self, agent: str, model_id: str, version: tuple[int, ...] | None, tier: str | None) -> bool:
+        if agent != self.agent or not model_id.startswith(self.models):
+            return False
+        if self.context_tier is not None and tier != self.context_tier:
+            return False
+        if version is None:  # an unversioned session runs as the newest generation
+            return self.until is None
+        return (self.since is None or version >= self.since) and (self.until is None or version < self.until)
 
 
+_CC = "anthropics/claude-code CHANGELOG.md @5cfc0a19"
 AGENT_RULES: tuple[Rule, ...] = (
-    Rule("claude-code", ("claude-opus-4-7",), (2, 1, 117),
-         "Claude Code CHANGELOG 2.1.117: Opus 4.7 runs with its native 1M context"),
-    Rule("claude-code", ("claude-sonnet-5",), (2, 1, 197),
-         "Claude Code CHANGELOG 2.1.197: Sonnet 5 defaults to the 1M context"),
-    Rule("claude-code", ("claude-opus-5", "claude-fable-5"), (2, 1, 219),
-         "Claude Code CHANGELOG 2.1.219: Opus 5 defaults to the 1M context"),
+    Rule("claude-code", ("claude-opus-4-7",), 200_000, (2, 1, 111), (2, 1, 117),
+         f"{_CC} 2.1.117 (L2597): before it Claude Code computed Opus 4.7 sessions against 200K"),
+    Rule("claude-code", ("claude-opus-4-7",), LONG_CONTEXT, (2, 1, 117), None,
+         f"{_CC} 2.1.117 (L2597): Opus 4.7 runs with its native 1M window"),
+    Rule("claude-code", ("claude-fable-5",), LONG_CONTEXT, (2, 1, 170), None,
+         f"{_CC} 2.1.170 (L1463): Fable 5 with 1M by default"),
+    Rule("claude-code", ("claude-sonnet-5",), LONG_CONTEXT, (2, 1, 197), None,
+         f"{_CC} 2.1.197 (L1121): Sonnet 5, 1M native"),
+    Rule("claude-code", ("claude-opus-5",), LONG_CONTEXT, (2, 1, 219), None,
+         f"{_CC} 2.1.219 (L520): Opus 5 with 1M context"),
+    Rule("copilot-cli", ("claude-",), 200_000, None, None,
+         "Copilot CLI default context tier (~200K; changelog 1.0.52 made it govern compaction; a recorded "
+         "compaction_start total of 160,095 is its 80% threshold): inferred, medium confidence",
+         context_tier="default"),
 )
-"""Agents' documented long-context defaults, per version. A user who set
-CLAUDE_CODE_DISABLE_1M_CONTEXT leaves no trace of it in the transcript; rule 3 cannot lower a
-window, so such a session is windowed at 1M and simply never reaches it."""
+"""Agents' documented windows per model and version, first match wins (a model no rule names keeps
+the price table's standard window). Not visible in a transcript, so not modelled: Opus 4.6 at 1M by
+default for Max/Team/Enterprise plans from 2.1.75 (L3507: plan-dependent; a session that used it
+shows it by a prompt over 200K or a ``[1m]`` in its metadata), CLAUDE_CODE_DISABLE_1M_CONTEXT (2.1.50,
+L3919; all native-1M models from 2.1.223, L443) and the 400K/500K autocompact windows some accounts
+report (anthropics/claude-code#43989, #72600): a session under them simply never reaches 1M."""
 
 
 @dataclass(frozen=True)
@@ -66,16 +90,21 @@ class SessionWindows:
     long: frozenset[str] = frozenset()
     """Models the session ran with the long-context window (by rule or by what it recorded)."""
     why: Mapping[str, str] | None = None
-    """Model id → where its long window came from."""
+    """Model id → where its window came from (a rule or the recording)."""
     floor: Mapping[str, tuple[int, int]] | None = None
     """Model id → (tokens, call) of the largest recorded prompt plus output: the window is at least that."""
+    ruled: Mapping[str, int] | None = None
+    """Model id → the window an agent rule sets below the long context (e.g. 200K)."""
 
     def apply(self, model: ModelProfile, lookup: Callable[[str], ModelProfile] = profile) -> ModelProfile:
         """``model`` windowed as this session ran it."""
         key = _base(model.id)
         why = (self.why or {}).get(key)
+        ruled = (self.ruled or {}).get(key)
         if key in self.long and model.context_window < LONG_CONTEXT:
             model = dc_replace(_long(model, lookup), window_source=why or "the session")
+        elif ruled is not None and ruled != model.context_window:
+            model = dc_replace(model, context_window=ruled, window_source=why or "")
         seen = (self.floor or {}).get(key)
         if seen is not None:
             need, call = seen
@@ -130,16 +159,24 @@ def session_windows(trace: Trace) -> SessionWindows:
         call += 1
     named = {_base(x) for x in (recorded_id(trace.model), *(recorded_id(m.meta.get("model"))
                                                            for m in trace.messages if m.role == "assistant")) if x}
-    long: dict[str, str] = {}
+    tier = trace.meta.get("context_tier")
+    long: set[str] = set()
+    why: dict[str, str] = {}
+    ruled: dict[str, int] = {}
     for model_id in named:
         if model_id + ONE_M in (trace.model or "") or hinted and _same_family(model_id, trace):
-            long[model_id] = f"the recording: {evidence}" if evidence else f"the recording: {trace.model}"
+            long.add(model_id)
+            why[model_id] = f"the recording: {evidence}" if evidence else f"the recording: {trace.model}"
             continue
-        for rule in AGENT_RULES:
-            if rule.agent == trace.agent and parsed is not None and parsed >= rule.since \
-                    and model_id.startswith(rule.models):
-                long[model_id] = rule.source
-    return SessionWindows(frozenset(long), long, models)
+        rule = next((r for r in AGENT_RULES if r.covers(trace.agent, model_id, parsed,
+                                                         tier if isinstance(tier, str) else None)), None)
+        if rule is not None:
+            why[model_id] = rule.source
+            if rule.window >= LONG_CONTEXT:
+                long.add(model_id)
+            else:
+                ruled[model_id] = rule.window
+    return SessionWindows(frozenset(long), why, models, ruled)  # long, why, floor, ruled
 
 
 def _same_family(model_id: str, trace: Trace) -> bool:

@@ -82,3 +82,19 @@ def test_none_never_overflows_and_claude_code_never_compacts_a_1m_session() -> N
     # The same session forced onto the standard window overflows: the rule is what keeps it whole.
     forced = replay(trace, strategies.build("none"), ReplayConfig(profile("claude-opus-4-6")), counter=counter)
     assert any(c.overflow for c in forced.calls)
+
+
+def test_copilot_cli_runs_a_claude_model_at_its_default_tier() -> None:
+    """Copilot CLI's default context tier holds a 1M model to ~200K (its compaction_start total of
+    160,095 is 80% of it); the long_context tier keeps the model's window."""
+    from dataclasses import replace
+
+    fable = replace(profile("claude-opus-4-6"), id="claude-fable-5", context_window=LONG_CONTEXT)
+
+    def copilot(tier: str) -> Trace:
+        t = _session([30_000], model="claude-fable-5", version="1.0.74", meta={"context_tier": tier})
+        return replace(t, agent="copilot-cli")
+
+    default = session_windows(copilot("default")).apply(fable)
+    assert default.context_window == 200_000 and "tier" in default.window_source
+    assert session_windows(copilot("long_context")).apply(fable).context_window == LONG_CONTEXT
