@@ -1,0 +1,34 @@
+"""The per-agent-and-version fidelity table (`compaction-bench fidelity`) never gets worse on
+../shared/traces: tests/bench/fidelity_floor.csv holds the last accepted table (regenerate it with
+`compaction-bench fidelity ../shared/traces --write tests/bench/fidelity_floor.csv` when a change
+makes it better, and say so in the commit)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from bench.fidelity_command import conformance, format_table, worse
+
+FLOOR = Path(__file__).with_name("fidelity_floor.csv")
+
+
+def test_the_table_is_no_worse_than_the_stored_floor(shared_traces: Path) -> None:
+    from traces.formats import load
+
+    table = conformance(load([str(shared_traces)]).traces)
+    with FLOOR.open(encoding="utf-8") as f:
+        floor = list(csv.DictReader(f))
+    assert floor, "the floor is empty"
+    problems = worse(table, floor)
+    assert not problems, "\n".join(problems) + "\n" + format_table(table)
+
+
+def test_worse_names_each_regression() -> None:
+    row = {"agent": "codex", "version": "0.142.2", "strategy": "codex", "within_calls": 2, "within_post": 1,
+           "spurious": 0}
+    assert worse([row], [row]) == []
+    assert worse([{**row, "within_calls": 1, "spurious": 1}], [row]) == [
+        "codex 0.142.2 codex: within_calls 1 (was 2)", "codex 0.142.2 codex: spurious 1 (was 0)"]
+    assert worse([], [row]) == ["codex 0.142.2 codex: no longer replayed"]
+    assert worse([{**row, "within_post": 2}], [row]) == []  # better is fine
