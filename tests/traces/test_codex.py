@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from bench.pricing import profile
 from bench.replay import ReplayConfig, replay
+from bench.tokens import TokenCounter
 from strategies import build
 from traces.formats import codex, detect, read_path
 from traces.model import TraceError, orphans
@@ -49,8 +50,12 @@ REAL = {
 
 
 def test_every_real_rollout_imports_and_replays(shared_traces, counter):
-    files = sorted(shared_traces.glob("codex*/*.jsonl"))
-    assert len(files) == 6
+    """Every Codex rollout in ../shared/traces (however many there are: the Entire CLI's copies sit
+    folders deep as full.jsonl), each checked against its raw lines, then replayed under `none`
+    without a request the API would reject (no empty summary message after a recorded compaction)."""
+    files = sorted(shared_traces.glob("codex*/**/*.jsonl"))
+    assert files, "no Codex rollout found under codex*/"
+    checked = []
     for path in files:
         assert detect(path) == "codex", path
         result = read_path(path)
@@ -59,15 +64,23 @@ def test_every_real_rollout_imports_and_replays(shared_traces, counter):
         assert trace.n_calls == raw["calls"] and trace.n_tool_calls == raw["tools"], path
         assert sum(len(m.tool_results) for m in trace.messages) == raw["outputs"]
         humans = [m for m in trace.messages if m.is_human_turn]
-        assert len(humans) == raw["inputs"] + raw["compacted"]
-        assert len(trace.messages) == next(v for k, v in REAL.items() if path.name.startswith(k))
+        summaries = [m for m in trace.messages if m.meta.get("summary")]
+        assert len(trace.compactions) == raw["compacted"] and len(summaries) <= raw["compacted"]
+        assert len(humans) == raw["inputs"] + len(summaries)
+        known = [v for k, v in REAL.items() if path.name.startswith(k)]
+        assert len(trace.messages) == known[0] if known else len(trace.messages) > raw["inputs"]
         assert trace.messages[0].role == "system" and trace.agent == "codex"
-        assert trace.model in ("gpt-5.3-codex", "gpt-5.2-codex")
+        assert trace.model in ("gpt-5.3-codex", "gpt-5.2-codex", "gpt-5.3-codex-spark", "gpt-5.4", "gpt-5.5")
+        assert trace.meta["provider"] == "openai"
         assert all(m.usage is not None for m in trace.messages if m.role == "assistant")
         unanswered, orphan_results = orphans(trace.messages)
         assert orphan_results == set() and unanswered <= {u.id for u in trace.messages[-1].tool_uses}
         run = replay(trace, build("none"), ReplayConfig(profile("claude-sonnet-4-5")), counter=counter)
         assert len(run.calls) == trace.n_calls and run.failed is None
+        invalid = [e for e in run.events if e.kind == "invalid"]
+        assert not invalid, (path, invalid[:1])
+        checked.append(path)
+    assert len(checked) == len(files)
 
 
 def test_real_compaction_and_redaction(shared_traces):
@@ -245,3 +258,121 @@ def test_fuzz_only_trace_errors(muts):
                 assert str(path) in str(e)
     finally:
         path.unlink()
+
+
+def _compacted(message: str, history: list[dict]) -> dict:
+    return _line("compacted", {"message": message, "replacement_history": history})
+
+
+def _user_item(text: str) -> dict:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def _session(*middle: dict, metas: tuple[dict, ...] = ()) -> list[dict]:
+    """A rollout of two calls with ``middle`` between them (a compaction), as 0.142 writes it: each
+    call's tool output comes before the call's token_count."""
+    return [
+        _line("session_meta", {"id": "child", "cli_version": "0.142.2", "model_provider": "openai",
+                               "base_instructions": {"text": "be brief"}}),
+        *metas,
+        _line("turn_context", {"model": "gpt-5.3-codex-spark"}),
+        _line("response_item", _user_item("fix the bug")),
+        _line("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}),
+        _line("response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        {**_tokens(1000, 0, 10, 1000, 0, 10), "payload": {"type": "token_count", "info": {
+            "total_token_usage": {"input_tokens": 1000, "cached_input_tokens": 0, "output_tokens": 10},
+            "last_token_usage": {"input_tokens": 1000, "cached_input_tokens": 0, "output_tokens": 10},
+            "model_context_window": 121_600}}},
+        *middle,
+        _line("response_item", {"type": "message", "role": "assistant",
+                                "content": [{"type": "output_text", "text": "done"}]}),
+        _tokens(1500, 0, 15, 500, 0, 5),
+    ]
+
+
+def _read(records: list[dict], tmp_path: Path, raw: list[bytes] | None = None):
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(b"\n".join(raw if raw is not None else [json.dumps(r).encode() for r in records]) + b"\n")
+    return codex.read_file(path), path
+
+
+def _no_invalid_request(trace) -> None:
+    run = replay(trace, build("none"), ReplayConfig(profile("claude-sonnet-4-5")), counter=TokenCounter())
+    assert run.failed is None and not [e for e in run.events if e.kind == "invalid"]
+
+
+def test_a_line_holding_two_records_reads_both_and_is_counted(tmp_path):
+    records = _session()
+    lines = [json.dumps(r).encode() for r in records]
+    lines[3:5] = [lines[3] + lines[4]]  # the user message and the call written on one line
+    result, path = _read(records, tmp_path, lines)
+    (t,) = result.traces
+    assert [m.role for m in t.messages] == ["system", "user", "assistant", "user", "assistant"]
+    assert t.messages[2].tool_uses[0].id == "c1"
+    assert any("1 line(s) holding more than one JSON record" in n for n in result.notes)
+    lines[3] = lines[3] + b"{not json"  # a joined line that is not wholly records stays a bad line
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(TraceError, match=rf"{path.name}:4: "):
+        codex.read_file(path)
+    assert codex.read_file(path, lenient=True).skipped == 1
+
+
+def test_outputs_before_the_token_count_still_give_the_call_its_usage(tmp_path):
+    """0.142 writes a call's tool output before its token_count: the call keeps its usage and window."""
+    (t,), _ = _read(_session(), tmp_path)[0].traces, None
+    first, second = (m for m in t.messages if m.role == "assistant")
+    assert first.usage is not None and first.usage.prompt_tokens == 1000
+    assert first.meta["context_window"] == 121_600 and first.meta["model"] == "gpt-5.3-codex-spark"
+    assert second.usage.prompt_tokens == 500 and t.n_calls == 2
+    assert t.meta["provider"] == "openai" and t.meta["model_provider"] == "openai"
+
+
+def test_a_compaction_whose_summary_is_not_recorded_adds_no_empty_message(tmp_path):
+    """0.118: message empty, no encrypted item; the Entire CLI's bare "REDACTED" item: size unknown."""
+    marker = _line("event_msg", {"type": "context_compacted"})
+    cases = [
+        (_compacted("", [_user_item("fix the bug")]), marker),
+        (_compacted("", [_user_item("fix the bug"), {"type": "compaction", "encrypted_content": "REDACTED"}]), marker),
+        (marker,),  # the event without its record
+    ]
+    for middle in cases:
+        result, _ = _read(_session(*middle), tmp_path)
+        (t,) = result.traces
+        assert all(m.blocks and (m.text or m.tool_uses or m.tool_results) for m in t.messages)
+        assert not [m for m in t.messages if m.meta.get("summary")]
+        (c,) = t.compactions
+        assert c.summary == "" and c.pre_tokens == 1000
+        assert t.messages[c.message_index].role == "assistant" and t.messages[c.message_index].text == "done"
+        assert any("1 recorded compaction(s) with no summary message" in n for n in result.notes)
+        _no_invalid_request(t)
+
+
+def test_the_summary_is_read_where_codex_keeps_it(tmp_path):
+    """message (local, before mid-2026), a prefixed user message in replacement_history (local since
+    openai/codex PR #27016), or the encrypted item's size (remote)."""
+    prefixed = codex.SUMMARY_HEAD + " of its thinking process. ...\nThe bug is in parse()."
+    cases = {
+        "message": (_compacted("SUMMARY", []), "SUMMARY"),
+        "replacement_history": (_compacted("", [_user_item("fix the bug"), _user_item(prefixed)]), prefixed),
+        "encrypted": (_compacted("", [{"type": "compaction", "encrypted_content": "x" * 400}]), 300),
+    }
+    for source, (middle, expected) in cases.items():
+        (t,) = _read(_session(middle), tmp_path)[0].traces
+        (c,) = t.compactions
+        kept = t.messages[c.message_index]
+        assert kept.meta["summary"] and kept.meta["summary_source"] == source and kept.role == "user"
+        assert (len(kept.text) if isinstance(expected, int) else kept.text) == expected
+        assert c.summary == kept.text and kept.meta["opaque"] == (source == "encrypted")
+        _no_invalid_request(t)
+
+
+def test_a_forked_rollout_is_named_by_its_first_session_meta(tmp_path):
+    """A sub-agent forked with its parent's history: the parent's session_meta is copied in after the
+    child's own (openai/codex core/src/agent/control.rs keeps SessionMeta in a fork)."""
+    parent = _line("session_meta", {"id": "parent", "cli_version": "0.140.0", "model_provider": "azure",
+                                    "base_instructions": {"text": "the parent's"}})
+    result, _ = _read(_session(metas=(parent,)), tmp_path)
+    (t,) = result.traces
+    assert t.id == "child" and t.meta["cli_version"] == "0.142.2" and t.meta["provider"] == "openai"
+    assert t.meta["forked_from"] == ["parent"] and t.messages[0].text == "be brief"
+    assert any("1 session_meta record(s) of another thread" in n for n in result.notes)

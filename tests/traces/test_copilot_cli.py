@@ -24,10 +24,12 @@ def test_events_import_with_the_background_compaction(session):
     path, events, expected = session
     assert detect(path) == "copilot-cli"
     result = read_path(path)
-    (trace,) = result.traces
+    trace, sub = result.traces
     assert (trace.n_calls, trace.n_tool_calls) == (expected["calls"], expected["tool_calls"])
     main = [e for e in events if e["type"] == "assistant.message" and "agentId" not in e]
-    assert trace.n_calls == len(main)  # every main-agent response; the sub-agent's is counted below
+    assert trace.n_calls == len(main)  # every main-agent response; the sub-agent's is its own trace
+    assert sub.id == "cop-1/sub-1" and sub.meta["sidechain"] is True and not trace.meta["sidechain"]
+    assert [m.text for m in sub.messages] == ["sub-agent work"] and sub.meta["subagent"]["agentName"] == "explore"
     assert trace.agent == "copilot-cli" and trace.id == "cop-1" and trace.meta["version"] == "1.0.48"
     assert trace.model == "claude-sonnet-4.5"
     (c,) = trace.compactions
@@ -40,13 +42,14 @@ def test_events_import_with_the_background_compaction(session):
     assert (start["system_tokens"], start["conversation_tokens"], start["tool_definitions_tokens"]) == (
         3_000, 40_000, 9_000)
     assert orphans(trace.messages) == (set(), set())
-    notes = "\n".join(result.notes)
-    assert "1 sub-agent event(s)" in notes and "assistant.usage event(s)" in notes
+    (passed,) = [n for n in result.notes if "passed over" in n]  # one line, every kind on it
+    assert f"{expected['calls'] - 1} assistant.usage" in passed and "assistant.turn_start" in passed
+    assert "sub-agent" not in passed
 
 
 def test_text_the_model_got_and_tool_failures(session):
     path, _, expected = session
-    (trace,) = read_path(path).traces
+    trace = read_path(path).traces[0]
     first = trace.messages[0]
     assert first.text.startswith("<current_datetime>")  # transformedContent: what was sent
     results = [r for m in trace.messages for r in m.tool_results]
@@ -97,3 +100,78 @@ def test_sniff():
     assert copilot_cli.sniff_file(Path("x"), ok + "\n") is None
     assert copilot_cli.sniff_file(Path("x"), '{"type":"user","sessionId":"s","parentUuid":null}\n') is not None
     assert copilot_cli.sniff_file(Path("x"), '{"sessionId":"s","projectHash":"h"}\n') is not None
+
+
+def test_events_without_usage_import_as_calls_without_usage(tmp_path, counter):
+    """A file with no assistant.usage event and no outputTokens (assistant.usage is ephemeral)."""
+    from bench.pricing import profile
+    from bench.replay import ReplayConfig, replay
+    from strategies import build
+
+    log = CopilotLog()
+    log.add("session.start", {"sessionId": "s", "copilotVersion": "1.0.74", "producer": "copilot-agent"})
+    log.add("user.message", {"content": "list the files"})
+    log.add("assistant.message", {"messageId": "m1", "content": "", "model": "claude-fable-5",
+                                  "toolRequests": [{"toolCallId": "t1", "name": "ls", "arguments": {}}]})
+    log.add("tool.execution_complete", {"toolCallId": "t1", "success": True, "result": {"content": "a.py"}})
+    log.add("assistant.message", {"messageId": "m2", "content": "One file.", "toolRequests": []})
+    result = read_path(write_jsonl(tmp_path / "events.jsonl", log.events))
+    (trace,) = result.traces
+    assert trace.n_calls == 2 and all(m.usage is None for m in trace.messages if m.role == "assistant")
+    assert trace.model == "claude-fable-5" and result.notes == []
+    run = replay(trace, build("none"), ReplayConfig(profile("claude-sonnet-4-5")), counter=counter)
+    assert run.failed is None and len(run.calls) == 2
+
+
+def test_a_sub_agent_is_a_sidechain_of_its_own(tmp_path):
+    """A task call's sub-agent (1.0.74): its turns carry agentId / parentToolCallId until
+    subagent.completed; the main trace keeps the task call and its result."""
+    log = CopilotLog()
+    log.add("session.start", {"sessionId": "s", "copilotVersion": "1.0.74", "producer": "copilot-agent"})
+    log.add("user.message", {"content": "fix it"})
+    log.add("assistant.message", {"messageId": "m1", "content": "", "model": "claude-fable-5",
+                                  "toolRequests": [{"toolCallId": "task1", "name": "task", "arguments": {}}]})
+    log.add("hook.start", {"hookType": "preToolUse"})
+    log.add("subagent.started", {"toolCallId": "task1", "agentName": "car", "model": "claude-sonnet-5"},
+            agentId="task1")
+    log.add("user.message", {"content": "You are Car 1", "transformedContent": "<t/>\n\nYou are Car 1"},
+            agentId="task1")
+    log.add("tool.execution_complete", {"toolCallId": "task1", "success": True,
+                                        "result": {"content": "Agent started in background"}})
+    log.add("assistant.message", {"messageId": "s1", "content": "", "model": "claude-sonnet-5",
+                                  "parentToolCallId": "task1",
+                                  "toolRequests": [{"toolCallId": "x1", "name": "powershell", "arguments": {}}]},
+            agentId="task1")
+    log.add("tool.execution_complete", {"toolCallId": "x1", "success": True, "result": {"content": "ok"},
+                                        "parentToolCallId": "task1"}, agentId="task1")
+    log.add("assistant.message", {"messageId": "s2", "content": "Fixed.", "parentToolCallId": "task1",
+                                  "toolRequests": []}, agentId="task1")
+    log.add("subagent.completed", {"toolCallId": "task1", "agentName": "car", "totalToolCalls": 1},
+            agentId="task1")
+    log.add("assistant.message", {"messageId": "m2", "content": "The car fixed it.", "toolRequests": []})
+    result = read_path(write_jsonl(tmp_path / "events.jsonl", log.events))
+    main, car = result.traces
+    assert main.id == "s" and [m.role for m in main.messages] == ["user", "assistant", "user", "assistant"]
+    assert main.messages[2].tool_results[0].content == "Agent started in background"
+    assert car.id == "s/task1" and car.meta["sidechain"] is True and car.meta["agent_id"] == "task1"
+    assert car.model == "claude-sonnet-5" and car.n_calls == 2 and car.messages[0].text.endswith("You are Car 1")
+    assert car.meta["subagent"] == {"agentName": "car", "model": "claude-sonnet-5", "totalToolCalls": 1}
+    assert orphans(car.messages) == (set(), set()) and orphans(main.messages) == (set(), set())
+    assert result.notes == [f"{tmp_path / 'events.jsonl'}: passed over 1 event(s) that are not model context: "
+                            "1 hook.start"]
+
+
+def test_the_real_1_0_74_session_keeps_its_sub_agents(shared_traces):
+    path = next(shared_traces.glob("copilot-cli__StarCar/*.jsonl"))
+    result = read_path(path)
+    main, *subs = result.traces
+    events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    responses = {e["data"]["messageId"]: e.get("agentId") for e in events if e["type"] == "assistant.message"}
+    assert main.n_calls == sum(1 for a in responses.values() if a is None) == 70
+    assert sorted((s.id.split("/")[1], s.n_calls) for s in subs) == sorted(
+        (a, sum(1 for x in responses.values() if x == a)) for a in {a for a in responses.values() if a})
+    assert all(s.meta["sidechain"] and s.messages[0].role == "user" for s in subs)
+    (c,) = main.compactions
+    assert c.pre_tokens == 160_095 and len(c.summary) == 11_516
+    (passed,) = [n for n in result.notes if "passed over" in n]
+    assert "483 hook.start" in passed and len(result.notes) == 1

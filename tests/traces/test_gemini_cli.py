@@ -119,3 +119,37 @@ def test_sniff_declines_other_formats():
     assert gemini_cli.sniff_file(p, '{"type":"user","sessionId":"s","parentUuid":null}\n') is not None
     assert gemini_cli.sniff_file(p, '[{"role": "user", "content": "hi"}]') is not None
     assert gemini_cli.sniff_file(p, '{"sessionId":"s","projectHash":"h","startTime":"t"}\n') is None
+
+
+def _unversioned(paths) -> None:
+    """Each file imports with version None, and the version table routes it to the current generation."""
+    from bench.fidelity import matching_strategy as for_trace
+    from strategies.versions import GENERATIONS, matching_strategy
+
+    current = next(g.strategy for g in GENERATIONS if g.agent == "gemini-cli" and g.until is None)
+    for p in paths:
+        (trace,) = read_path(p).traces
+        assert trace.agent == "gemini-cli" and trace.meta["version"] is None, p
+        assert matching_strategy("gemini-cli", trace.meta["version"]) == current == "gemini-cli"
+        assert for_trace(trace) == "gemini-cli"
+
+
+def test_a_session_without_a_version_runs_as_the_current_generation(tmp_path):
+    """Gemini CLI session files record no CLI version: the version is None, and it runs as the current
+    generation (gemini-cli), never as an older one (gemini-cli:2025 is chosen by hand only)."""
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps({"sessionId": "g0", "projectHash": "p" * 64, "startTime": "2026-04-14T09:55:12Z",
+                                "lastUpdated": "2026-04-14T09:56:00Z", "messages": [
+                                    {"id": "u", "timestamp": "2026-04-14T09:55:26Z", "type": "user",
+                                     "content": [{"text": "Add a contribution guide"}]},
+                                    {"id": "g", "timestamp": "2026-04-14T09:55:31Z", "type": "gemini",
+                                     "content": "Done.", "model": "gemini-3-flash-preview",
+                                     "tokens": {"input": 900, "output": 20, "cached": 0, "total": 920}}]}))
+    _unversioned([path])
+
+
+def test_the_real_unversioned_sessions_run_as_the_current_generation(shared_traces):
+    """The two 2026 sessions the Entire CLI stored (../shared/traces MANIFEST §9)."""
+    real = sorted(shared_traces.glob("gemini-cli__*/**/full.jsonl"))
+    assert real
+    _unversioned(real)

@@ -176,6 +176,21 @@ def test_json_storage_and_export(tmp_path):
     _check(opencode.read_file(export).traces[0])
 
 
+def test_each_call_keeps_the_provider_that_served_it(tmp_path):
+    """OpenCode 1.4.3 through github-copilot: the window is the provider's for the model (models.dev per
+    provider), so the provider is kept per call and for the session (the most used one)."""
+    raws = _session()
+    for k, (info, _) in enumerate(r for r in raws if r[0]["role"] == "assistant"):
+        info["providerID"] = "github-copilot" if k else "anthropic"
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps({"info": {"id": "ses_1", "version": "1.4.3"},
+                                  "messages": [{"info": i, "parts": p} for i, p in raws]}))
+    (trace,) = opencode.read_file(export).traces
+    answers = [m for m in trace.messages if m.role == "assistant"]
+    assert [m.meta["provider"] for m in answers] == ["anthropic", "anthropic", "github-copilot", "github-copilot"]
+    assert trace.meta["provider"] == "github-copilot" and trace.meta["version"] == "1.4.3"
+
+
 def test_bad_part_data_names_the_database(tmp_path):
     path = _db(tmp_path / "b.db")
     with sqlite3.connect(path) as db:

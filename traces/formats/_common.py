@@ -576,3 +576,71 @@ def finish(messages: list[Message], compactions: list[RecordedCompaction]) -> tu
                   if 0 <= c.message_index < len(messages) else c for c in compactions)
     flagged, n_orphans = flag_orphan_results(filled)
     return flagged, moved, n_filled, n_orphans
+
+
+def iter_jsonl_joined(path: str | Path, lenient: bool, skips: Skips | None = None,
+                      joined: Skips | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``iter_jsonl``, except that a line holding several JSON objects back to back (``{...}{...}``,
+    as two writers appending to one file at once leave it) yields each of them, counted in ``joined``.
+
+    Why not in ``iter_jsonl``: most formats never write such a line, and for them it is a bad line.
+    A line that parses whole costs nothing extra; only a line that fails is split, and each piece
+    goes through ``loads`` (nesting limit, text validation) like any record. A line that is not
+    wholly JSON objects gets the error (or, lenient, the counted skip) that ``iter_jsonl`` gives.
+    """
+    decoder = json.JSONDecoder()
+
+    def split(raw: bytes, lineno: int) -> list[Any] | None:
+        try:
+            text = decode(raw, path=path, line=lineno, lenient=lenient)
+        except TraceError:
+            return None
+        if too_deep(text):
+            return None
+        spans, at, end = [], 0, len(text)
+        while at < end:
+            while at < end and text[at].isspace():
+                at += 1
+            if at == end:
+                break
+            if text[at] != "{":
+                return None
+            try:
+                _, stop = decoder.raw_decode(text, at)
+            except (ValueError, RecursionError):
+                return None
+            spans.append((at, stop))
+            at = stop
+        if len(spans) < 2:
+            return None
+        try:
+            return [loads(text[a:b], path=path, line=lineno, what="JSON record", lenient=lenient) for a, b in spans]
+        except TraceError:
+            return None
+
+    for lineno, raw in enumerate(read_bytes(path).split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            records = [loads(raw, path=path, line=lineno, what="JSON record", lenient=lenient)]
+        except TraceError:
+            pieces = split(raw, lineno)
+            if pieces is None:
+                if not lenient:
+                    raise
+                if skips is not None:
+                    skips.count += 1
+                continue
+            records = pieces
+            if joined is not None:
+                joined.count += 1
+        bad = next((r for r in records if not isinstance(r, dict)), None)
+        if bad is not None:
+            if not lenient:
+                raise TraceError(f"bad JSON record (expected a JSON object, got {type(bad).__name__})",
+                                 path=str(path), line=lineno)
+            if skips is not None:
+                skips.count += 1
+            continue
+        for record in records:
+            yield lineno, record

@@ -5,10 +5,21 @@ Each line is ``{timestamp, type, payload}``. The model context is the ``response
 call writes several items (reasoning, messages, calls) and then one ``token_count``, so a fresh
 cumulative total closes an assistant message and carries its ``last_token_usage`` (OpenAI
 semantics, cached ⊂ input, converted to ours). A ``compacted`` line (+ ``context_compacted``)
-becomes a RecordedCompaction and a summary message. Strings redacted as
-``[REDACTED_… len=N sha=…]`` become N characters of filler so token counts stay realistic.
+becomes a RecordedCompaction, and its summary (when the rollout holds it) a summary message; see
+``_summary`` for where Codex keeps it. Strings redacted as ``[REDACTED_… len=N sha=…]`` become N
+characters of filler so token counts stay realistic.
 Source: openai/codex codex-rs/protocol (RolloutItem, ResponseItem); checked on cli 0.104.0-alpha.1
-and 0.77.0 files (madshn/localpush @ 219b539, simonw/claude-code-transcripts @ 871966d).
+and 0.77.0 files (madshn/localpush @ 219b539, simonw/claude-code-transcripts @ 871966d), and on
+0.119, 0.125 and 0.142 files stored by the Entire CLI (../shared/traces MANIFEST §9, §10).
+
+Sub-agents: a rollout forked from another thread (a spawned sub-agent given its parent's history)
+begins with its own ``session_meta`` and then holds the parent's rollout items copied in as they
+were, the parent's ``session_meta`` among them (openai/codex codex-rs/core/src/agent/control.rs,
+the fork's rollout filter keeps ``RolloutItem::SessionMeta(_) => true``; the session's
+``InitialHistory::Forked`` branch persists the forked items "as-is" after the recorder has written
+the new thread's own meta). So the first ``session_meta`` names the trace; a later one with
+another id is kept in ``meta["forked_from"]`` and counted in a note. Fairly sure (source read, no
+real forked rollout seen).
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ from traces.formats._common import (
     get_int,
     get_list,
     get_str,
-    iter_jsonl,
+    iter_jsonl_joined,
     sniff_json,
     ts_seconds,
 )
@@ -59,6 +70,12 @@ count of the same items): with it the three Codex sessions with enough steps rea
 o200k against cl100k on code should; English filler (lorem ipsum, 6.5 characters a token) read
 1.84-2.12, half the tokens the sessions really had."""
 OUTPUT_SIDE = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+SUMMARY_HEAD = "Another language model started to solve this problem and produced a summary"
+"""How a local compaction's summary message begins: Codex writes ``SUMMARY_PREFIX + "\n" + summary``
+(openai/codex codex-rs/core/templates/compact/summary_prefix.md; compact.rs ``is_summary_message``)."""
+UNSIZED = re.compile(r"\[?REDACTED\]?", re.IGNORECASE)
+"""An encrypted item whose content a sanitiser replaced by a bare marker (the Entire CLI writes
+``"REDACTED"``): the item was there, its size is lost."""
 
 
 def sniff_file(path: Path, head: str) -> str | None:
@@ -179,14 +196,30 @@ class _Builder:
         self.model: str | None = None
         self.window: int | None = None
         """The model_context_window Codex reported (token_count info): the window it compacts against."""
+        self.unpriced: int | None = None
+        """The last answer closed before its usage came (0.142 writes a call's tool outputs before the
+        call's ``token_count``: the tool ran while the response streamed), waiting for it."""
 
     def close_answer(self, usage: Usage | None = None) -> None:
         if self.answer:
             meta = {"model": self.model} if self.model else {}
             if self.window:
                 meta["context_window"] = self.window
+            self.unpriced = None if usage is not None else len(self.messages)
             self.messages.append(Message("assistant", tuple(self.answer), usage=usage, timestamp=self.ts, meta=meta))
             self.answer = []
+
+    def price(self, usage: Usage) -> None:
+        """Give a fresh usage snapshot to the answer it belongs to: the open one, else the last one
+        closed without usage (its outputs came first); a snapshot with neither is a call with no
+        recorded items, left out."""
+        if self.answer:
+            self.close_answer(usage)
+        elif self.unpriced is not None:
+            m = self.messages[self.unpriced]
+            meta = {**m.meta, "context_window": self.window} if self.window else m.meta
+            self.messages[self.unpriced] = replace(m, usage=usage, meta=meta)
+            self.unpriced = None
 
     def close_results(self) -> None:
         if self.results:
@@ -198,23 +231,84 @@ class _Builder:
         self.close_results()
 
 
+def _message_text(item: Any) -> str | None:
+    """The text of a replacement-history user message, or None when the item is not one."""
+    if not (isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user"):
+        return None
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    parts = [c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)] \
+        if isinstance(content, list) else []
+    return "\n".join(parts)
+
+
+def _summary(p: dict[str, Any], history: list[Any], fill: _Filler, path: Path, line: int) -> tuple[str, str]:
+    """(summary text, where it came from) of a ``compacted`` record; ("", why) when it is not recorded.
+
+    After a compaction Codex's context *is* the record's ``replacement_history`` when there is one
+    (openai/codex@023cedaa codex-rs/core/src/codex/rollout_reconstruction.rs: ``history.replace``;
+    only without one is it rebuilt from ``message`` by ``build_compacted_history``). Of that
+    history, the kept user and developer messages are already in the trace; what is new is the
+    summary, found as:
+    - ``message``: a local compaction before mid-2026 (compact.rs@0100b103 ``run_compact_task_inner``
+      writes the prefixed summary there);
+    - a user message in the history that begins with ``SUMMARY_HEAD``: a local compaction since
+      openai/codex PR #27016 (June 2026: ``message`` is written empty, the history is the only
+      record);
+    - the history's ``compaction`` item: a remote compaction (compact_remote.rs@001cb8e2: ``message``
+      empty, the server's history holds one encrypted item), kept as filler of its plain-text size
+      (3/4 of the encrypted length, or of a ``[REDACTED_… len=N]`` marker's N).
+    A bare redaction marker, an empty item or no summary at all leaves nothing to put in the
+    context: no message is made for it (an empty one would make every later request invalid).
+    """
+    message = fill(get_str(p, "message", "", path=path, line=line))  # may be a redacted empty string
+    if message.strip():
+        return message, "message"
+    for item in reversed(history):
+        text = _message_text(item)
+        if text is not None and text.startswith(SUMMARY_HEAD):
+            return fill(text), "replacement_history"
+    opaque = [h for h in history if isinstance(h, dict) and h.get("type") in ("compaction", "compaction_summary")]
+    if not opaque:
+        return "", "no summary in the record"
+    enc = opaque[-1].get("encrypted_content")
+    m = REDACTED.fullmatch(enc) if isinstance(enc, str) else None
+    if m is not None:
+        return filler(int(m.group(1)) * 3 // 4, m.group(2) or ""), "encrypted"
+    if not isinstance(enc, str) or not enc.strip() or UNSIZED.fullmatch(enc.strip()):
+        return "", "encrypted, its size not recorded"
+    return filler(len(enc) * 3 // 4), "encrypted"
+
+
 def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
     path = Path(path)
-    skips, fill, b = Skips(), _Filler(), _Builder()
+    skips, joined, fill, b = Skips(), Skips(), _Filler(), _Builder()
     meta: dict[str, Any] = {}
+    forked_from: list[str] = []
+    unrecorded: Counter[str] = Counter()
     compactions: list[RecordedCompaction] = []
     prev_total: dict[str, Any] | None = None
     last_prompt: int | None = None
     system: Message | None = None
     pending_marker = False
-    for line, rec in iter_jsonl(path, lenient, skips):
+    for line, rec in iter_jsonl_joined(path, lenient, skips, joined):
         try:
             kind = get_str(rec, "type", path=path, line=line)
             p = get_dict(rec, "payload", path=path, line=line)
             b.ts = ts_seconds(rec.get("timestamp")) or b.ts
             if kind == "session_meta":
+                own = meta.get("id")
+                if own is not None:  # a fork's copy of its parent's meta: the first one is this thread's
+                    other = p.get("id")
+                    if isinstance(other, str) and other != own and other not in forked_from:
+                        forked_from.append(other)
+                    continue
                 keep = ("id", "cli_version", "originator", "model_provider")
                 meta.update({k: p[k] for k in keep if isinstance(p.get(k), str)})
+                meta.setdefault("id", "")
+                if isinstance(p.get("model_provider"), str):
+                    meta["provider"] = p["model_provider"]
                 base = p.get("base_instructions")
                 text = base.get("text") if isinstance(base, dict) else p.get("instructions")
                 if isinstance(text, str) and text and system is None:
@@ -250,24 +344,22 @@ def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
                     prev_total = total if isinstance(total, dict) else prev_total
                     if usage.prompt_tokens or usage.output_tokens:
                         last_prompt = usage.prompt_tokens
-                        if b.answer:
-                            b.close_answer(usage)
+                        b.price(usage)
             elif kind == "compacted" or (kind == "event_msg" and p.get("type") == "context_compacted"):
                 if kind == "event_msg" and pending_marker:
                     pending_marker = False
                     continue
                 b.close()
-                summary = fill(get_str(p, "message", "", path=path, line=line)) if kind == "compacted" else ""
                 history = get_list(p, "replacement_history", [], path=path, line=line) if kind == "compacted" else []
-                opaque = [h for h in history if isinstance(h, dict) and h.get("type") == "compaction"]
-                if not summary and opaque:  # remote compaction: the summary is encrypted; keep its size
-                    enc = opaque[-1].get("encrypted_content")
-                    m = REDACTED.fullmatch(enc) if isinstance(enc, str) else None
-                    size = int(m.group(1)) if m else len(enc) if isinstance(enc, str) else 0
-                    summary = filler(size * 3 // 4, m.group(2) or "" if m else "")
+                summary, source = (_summary(p, history, fill, path, line) if kind == "compacted"
+                                   else ("", "a context_compacted event without its compacted record"))
                 compactions.append(RecordedCompaction(len(b.messages), "auto", last_prompt, summary))
-                b.messages.append(Message.text_message("user", summary, timestamp=b.ts, meta={
-                    "summary": True, "replacement_history_items": len(history), "opaque": bool(opaque)}))
+                if summary:
+                    b.messages.append(Message.text_message("user", summary, timestamp=b.ts, meta={
+                        "summary": True, "replacement_history_items": len(history), "opaque": source == "encrypted",
+                        "summary_source": source}))
+                else:
+                    unrecorded[source] += 1
                 pending_marker = kind == "compacted"
         except TraceError:
             if not lenient:
@@ -281,11 +373,23 @@ def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
         if lenient:
             return ReadResult([], skips.count)
         raise TraceError("no session_meta or response_item in a Codex rollout", path=str(path))
+    at_end = {i for i, c in enumerate(compactions) if c.message_index >= len(messages)}
     messages, recorded, filled, orphans = finish(messages, compactions)
+    # a compaction recorded last (nothing after it) stays after every message, repaired ones included
+    recorded = tuple(replace(c, message_index=len(messages)) if i in at_end else c for i, c in enumerate(recorded))
     notes = [f"{path}: {n} {what}" for n, what in (
         (fill.count, "redacted string(s) replaced by filler of the recorded length"),
         (filled, "tool call(s) without a recorded output got a flagged error result"),
-        (orphans, "orphan tool output(s) kept as flagged text")) if n]
+        (orphans, "orphan tool output(s) kept as flagged text"),
+        (joined.count, "line(s) holding more than one JSON record (each record read)"),
+        (len(forked_from), "session_meta record(s) of another thread (a fork's copied parent history; "
+                           "the trace is named by its first session_meta)")) if n]
+    notes += [f"{path}: {n} recorded compaction(s) with no summary message ({why})"
+              for why, n in sorted(unrecorded.items())]
+    if forked_from:
+        meta["forked_from"] = forked_from
+    if not meta.get("id"):
+        meta.pop("id", None)
     seen = Counter(m.meta.get("model") for m in messages if m.role == "assistant" and m.meta.get("model"))
     trace = Trace(id=str(meta.get("id") or path.stem), messages=tuple(messages), agent=AGENT,
                   model=(seen.most_common(1)[0][0] if seen else b.model), source=str(path),

@@ -19,8 +19,16 @@ RecordedCompaction; the call at which it started, with the start's token breakdo
 ``meta["compaction_starts"]``.
 
 ``assistant.usage`` is ephemeral (never persisted), so a response carries only its output tokens
-(``meta["output_tokens"]``); the prompt size is known only at compactions. Events of a sub-agent
-(``agentId`` or ``parentToolCallId``) and kinds that are not model context are counted in the notes.
+(``meta["output_tokens"]``); the prompt size is known only at compactions, and a file may hold no
+usage at all: its calls import without usage. Kinds that are not model context (hooks, turn
+markers, ``system.message``, ...) are counted, by kind, in one note per file.
+
+Sub-agents: a ``task`` tool call starts one (``subagent.started``, ``agentId`` = the call's id) whose
+own turns are written into the same file, each event carrying ``agentId`` (and ``parentToolCallId``
+on messages and tool events) until ``subagent.completed``: seen in a real 1.0.74 file
+(../shared/traces copilot-cli__StarCar, two ``car`` agents of 152 responses between them). Each
+becomes a sidechain trace of its own, ``<session>/<agentId>`` with ``meta["sidechain"]`` true, as
+Claude Code's sidechains do; the main trace keeps the task call and its result.
 """
 
 from __future__ import annotations
@@ -48,7 +56,8 @@ from traces.model import Block, Message, RecordedCompaction, Text, Thinking, Too
 NAME = "copilot-cli"
 AGENT = "copilot-cli"
 READ = ("session.start", "session.model_change", "user.message", "assistant.message", "tool.execution_start",
-        "tool.execution_complete", "session.compaction_start", "session.compaction_complete")
+        "tool.execution_complete", "session.compaction_start", "session.compaction_complete", "subagent.started",
+        "subagent.completed")
 
 
 def sniff_file(path: Path, head: str) -> str | None:
@@ -75,6 +84,8 @@ class _State:
         self.by_msg: dict[str, int] = {}
         self.calls: dict[str, str] = {}
         self.skipped: Counter[str] = Counter()
+        self.agent: dict[str, Any] = {}
+        """A sub-agent's ``subagent.started`` / ``completed`` data (name, model, totals); empty for the main agent."""
 
     @property
     def n_calls(self) -> int:
@@ -87,16 +98,24 @@ class _State:
         return []
 
 
-def _event(s: _State, obj: dict[str, Any], line: int) -> None:
+def _agent(obj: dict[str, Any], data: dict[str, Any], path: Path, line: int) -> str | None:
+    """The sub-agent an event belongs to (its ``agentId``, else its ``parentToolCallId``); None for the main agent."""
+    return (get_str(obj, "agentId", None, path=path, line=line)
+            or get_str(data, "parentToolCallId", None, path=path, line=line) or None)
+
+
+def _event(s: _State, obj: dict[str, Any], line: int, skipped: Counter[str]) -> None:
     p = s.path
     kind = get_str(obj, "type", path=p, line=line)
     data = get_dict(obj, "data", {}, path=p, line=line)
     ts = ts_seconds(obj.get("timestamp"))
     if kind not in READ:
-        s.skipped[f"{kind} event(s)"] += 1
+        skipped[kind] += 1
         return
-    if obj.get("agentId") or data.get("parentToolCallId"):
-        s.skipped["sub-agent event(s)"] += 1
+    if kind in ("subagent.started", "subagent.completed"):
+        s.agent.update({k: v for k, v in data.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)})
+        if kind == "subagent.started":
+            s.model = get_str(data, "model", s.model, path=p, line=line)
         return
     if kind == "session.start":
         s.start_data = data
@@ -160,7 +179,7 @@ def _event(s: _State, obj: dict[str, Any], line: int) -> None:
                          "tool_definitions_tokens": g("toolDefinitionsTokens"), "token_limit": g("tokenLimit")})
     elif kind == "session.compaction_complete":
         if not get_bool(data, "success", path=p, line=line):
-            s.skipped["failed compaction(s)"] += 1
+            skipped["failed compaction(s)"] += 1
             return
         summary = get_str(data, "summaryContent", "", path=p, line=line)
         pre = get_int(data, "preCompactionTokens", None, path=p, line=line)
@@ -174,23 +193,45 @@ def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
     path = Path(path)
     skips = Skips()
     s = _State(path)
+    subs: dict[str, _State] = {}
+    skipped: Counter[str] = Counter()
     for line, obj in iter_jsonl(path, lenient, skips):
         try:
-            _event(s, obj, line)
+            data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+            agent = _agent(obj, data, path, line)
+            if agent is not None and agent not in subs:
+                subs[agent] = _State(path)
+                subs[agent].model = s.model
+            _event(subs[agent] if agent is not None else s, obj, line, skipped)
         except TraceError:
             if not lenient:
                 raise
             skips.count += 1
     if not any(m.role in ("user", "assistant") for m in s.messages) and not lenient:
         raise TraceError("no user or assistant message in a Copilot CLI events.jsonl", path=str(path))
-    messages, recorded, filled, orphans = finish(s.messages, s.compactions)
-    notes = [f"{path}: passed over {n} {what}" for what, n in sorted(s.skipped.items())]
-    notes += repair_notes(path, filled, orphans)
     start = s.start_data or {}
     session = start.get("sessionId") if isinstance(start.get("sessionId"), str) else path.parent.name or path.stem
-    trace = Trace(
-        id=session, messages=tuple(messages), agent=AGENT,
-        model=s.models.most_common(1)[0][0] if s.models else s.model, source=str(path), compactions=recorded,
-        meta={"session_id": session, "version": start.get("copilotVersion"), "compaction_starts": s.starts},
-    )
-    return ReadResult([trace], skips.count, notes)
+    version = start.get("copilotVersion")
+    notes: list[str] = []
+    if skipped:  # one line however many kinds: the details are the kinds and counts on it
+        kinds = ", ".join(f"{n:,} {kind}" for kind, n in sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])))
+        notes.append(f"{path}: passed over {sum(skipped.values()):,} event(s) that are not model context: {kinds}")
+    traces = []
+    for agent, state in [(None, s), *subs.items()]:
+        if agent is not None and not state.messages:
+            continue  # a sub-agent that wrote no message: listed in a note below
+        messages, recorded, filled, orphans = finish(state.messages, state.compactions)
+        where = path if agent is None else f"{path} (sub-agent {agent})"
+        notes += repair_notes(where, filled, orphans)
+        meta: dict[str, Any] = {"session_id": session, "version": version, "compaction_starts": state.starts,
+                                "sidechain": agent is not None}
+        if agent is not None:  # subagent.started / completed: name, description, model, totals
+            meta.update(agent_id=agent, subagent={k: v for k, v in state.agent.items() if k != "toolCallId"})
+        traces.append(Trace(
+            id=session if agent is None else f"{session}/{agent}", messages=tuple(messages), agent=AGENT,
+            model=state.models.most_common(1)[0][0] if state.models else state.model, source=str(path),
+            compactions=recorded, meta=meta))
+    empty = [a for a, st in subs.items() if not st.messages]
+    if empty:
+        notes.append(f"{path}: {len(empty)} sub-agent(s) wrote no message: {', '.join(empty)}")
+    return ReadResult(traces, skips.count, notes)

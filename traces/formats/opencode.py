@@ -8,6 +8,11 @@ assistant message may span several model calls (``step-start`` … ``step-finish
 each step is one of our assistant messages. A ``compaction`` part (sent as "What did we do so
 far?") answered by a ``summary: true`` message is a RecordedCompaction; pruned outputs
 (``state.time.compacted``) are sent as "[Old tool result content cleared]", as OpenCode does.
+
+Each call keeps the provider that served it (``providerID``: ``meta["provider"]``, and the session's
+most used one as ``trace.meta["provider"]``): OpenCode takes a model's limits from models.dev *per
+provider*, and a model served through ``github-copilot`` has a smaller window there than its maker
+gives it (session/overflow.ts, provider/models.ts).
 """
 
 from __future__ import annotations
@@ -114,6 +119,7 @@ def _convert(session: dict[str, Any], raws: list[Raw], source: str) -> tuple[Tra
     messages: list[Message] = []
     compactions: list[RecordedCompaction] = []
     models: Counter[str] = Counter()
+    providers: Counter[str] = Counter()
     pending_compaction: str | None = None
     last_prompt: int | None = None
     for info, parts in raws:
@@ -134,9 +140,14 @@ def _convert(session: dict[str, Any], raws: list[Raw], source: str) -> tuple[Tra
         if role != "assistant":
             raise TraceError(f"message {mid}: unknown role {role!r}", **where)
         model = get_str(info, "modelID", None, **where)
+        provider = get_str(info, "providerID", None, **where)
         if model:
             models[model] += 1
+        if provider:
+            providers[provider] += 1
         meta: dict[str, Any] = {"model": model} if model else {}
+        if provider:
+            meta["provider"] = provider
         if info.get("summary") is True:
             meta["summary"] = True
         steps: list[tuple[list[Block], list[Block], Usage | None]] = [([], [], None)]
@@ -168,6 +179,8 @@ def _convert(session: dict[str, Any], raws: list[Raw], source: str) -> tuple[Tra
                                               (orphans, "orphan tool result(s) kept as flagged text")) if n]
     sid = get_str(session, "id", "opencode-session", path=source)
     meta = {k: session[k] for k in ("title", "directory", "version", "parentID") if isinstance(session.get(k), str)}
+    if providers:
+        meta["provider"] = providers.most_common(1)[0][0]
     return Trace(sid, tuple(messages), AGENT, models.most_common(1)[0][0] if models else None, source,
                  compactions=recorded, meta=meta), notes
 
