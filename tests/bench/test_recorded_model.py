@@ -217,3 +217,22 @@ def test_a_codex_alias_trace_gets_token_truncation_and_its_base_byte_truncation(
 
     assert kept("gpt-5.1-codex") == 0  # within Tokens(10_000): nothing cut
     assert kept("gpt-5.1") == 1  # Bytes(10_000): cut
+
+
+def test_a_recorded_session_on_an_unknown_model_runs_flagged_and_strict_exits_2(tmp_path, capsys) -> None:
+    """The whole command on a session file whose model no table knows: exit 0, one note naming the model
+    and the fallback; with --strict-prices exit 2 and an error of at most two lines, no traceback."""
+    from bench.cli import main
+    from traces import native
+
+    msgs = (Message.text_message("user", "inspect the logs " * 50),
+            Message.text_message("assistant", "done", meta={"model": "acme-coder-7"}))
+    path = native.write(Trace("acme", msgs, agent="claude-code", model="acme-coder-7"), tmp_path / "acme.cbt.jsonl")
+    args = ["run", "--traces", str(path), "--strategies", "none", "--workers", "1", "--out", str(tmp_path),
+            "--quiet", "--no-report"]
+    assert main([*args, "--name", "ok"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "acme-coder-7" in line]
+    assert len(notes) == 1 and "priced as the generic default" in notes[0]
+    assert main([*args, "--name", "strict", "--strict-prices"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("compaction-bench: error: no price for model 'acme-coder-7'") and len(err.splitlines()) <= 2
