@@ -19,6 +19,7 @@ def _config(args: argparse.Namespace):
         model=args.model,
         truth=args.truth,
         prices=tuple(args.prices or ()),
+        strict_prices=args.strict_prices,
         summarizer=args.summarizer,
         summarizer_model=args.summarizer_model,
         seed=args.seed,
@@ -159,11 +160,15 @@ def _list(args: argparse.Namespace) -> int:
             doc = one_line(type(strategy).__doc__)
             print(f"{name:28} {doc}\n    {type(strategy).citation}\n    {params}")
     elif args.what == "models":
-        from bench.pricing import price_table
+        from bench.pricing import LIBRARY, ONE_M, override_why, price_table
 
-        for model_id, p in sorted(price_table()[1].items()):
+        table_id, overrides = price_table()
+        print(f"bench/data/prices.toml ({table_id}): what {LIBRARY} lacks or an agent applies differently")
+        for model_id, p in sorted(overrides.items()):
             print(f"{model_id:32} window {p.context_window:>9,}  max out {p.max_output:>7,}  "
-                  f"in ${p.rates.input}/M  out ${p.rates.output}/M")
+                  f"in ${p.rates.input}/M  out ${p.rates.output}/M\n    why: {override_why(model_id)}")
+        print(f"{LIBRARY} prices every other model it knows (about 2,300; dated ids, provider prefixes and "
+              f"the {ONE_M} suffix resolve); a model none knows runs at a stated fallback unless --strict-prices")
     elif args.what == "formats":
         from bench.sources import HF, SYNTHETIC
         from traces.formats import READERS
@@ -302,9 +307,12 @@ def parser() -> argparse.ArgumentParser:
                    help="names, name@key=value,... or module:Class (default: every registered strategy)")
     r.add_argument("--model", default="recorded",
                    help="'recorded' (default): each trace as the model it recorded, call by call (synthetic "
-                        "ones as claude-sonnet-4-5); or a model id priced in bench/data/prices.toml, forced on all")
+                        "ones as claude-sonnet-4-5); or a model id (genai-prices, prices.toml), forced on all")
     r.add_argument("--prices", action="append", metavar="FILE",
                    help="a TOML price file (bench/data/prices.toml's schema) for models it does not know")
+    r.add_argument("--strict-prices", action="store_true",
+                   help="refuse a model that no price table knows (--prices, prices.toml, genai-prices), instead "
+                        "of running it priced as its family's stated default and flagging it")
     r.add_argument("--truth", choices=("provider", "cl100k", "o200k", "anthropic"), default="provider",
                    help="token counts: provider (recorded usage, else calibrated per family; default), cl100k, "
                         "o200k, or anthropic (the count-tokens endpoint, ANTHROPIC_API_KEY, cached on disk)")

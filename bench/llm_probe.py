@@ -69,9 +69,9 @@ class AnthropicProbe:
             cache_dir=Path(cache_dir) if cache_dir is not None else default_cache_dir().parent / "probes",
             who="the LLM probe", instead="score by exact match only (--probe exact)")
         try:
-            self.window = profile(model).context_window
+            self.window = profile(model, strict=True).context_window  # the id goes to a paid API: no guess
         except UnknownModelError as e:
-            raise SummarizerError(f"LLM probe: {e}") from None
+            raise SummarizerError(f"LLM probe: {str(e).splitlines()[0]}") from None
         self.model = model
         self.counter = counter or TokenCounter()
 

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from bench.attribution import ProviderView
 from bench.context import Context, Meter
-from bench.pricing import ModelProfile, PromptCache, price_table, profile, recorded_id
+from bench.pricing import ModelProfile, PromptCache, known, profile, recorded_id
 from bench.records import CallRecord, EventRecord, SummaryRecord, TaskResult
 from bench.references import RecordedIndex, ReferenceCheck
 from bench.session import Session
@@ -100,7 +100,7 @@ def replay(
             read, write, uncached, prefix_break = split.cache_read, split.cache_write, split.uncached, False
         prompt = read + write + uncached
         # A real provider response is billed as the model that answered it.
-        price = profile(summary.model) if summary.billed and summary.model in price_table()[1] else summary_model
+        price = profile(summary.model) if summary.billed and summary.model and known(summary.model) else summary_model
         result.calls.append(
             CallRecord(
                 trace.id, label, session.call_index, "summarizer", len(msgs), prompt,

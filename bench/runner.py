@@ -83,6 +83,8 @@ class RunConfig:
     ``cl100k`` (bench/attribution.py TRUTHS)."""
     prices: tuple[str, ...] = ()
     """``--prices FILE``: TOML price files (bench/data/prices.toml's schema) for models it does not know."""
+    strict_prices: bool = False
+    """``--strict-prices``: refuse a model no table prices, instead of running it at the stated fallback."""
     executor: str = "process"
     """Where tasks run: ``local`` (this process), ``process`` (a pool of ``workers``) or ``ray``."""
     ray_address: str | None = None
@@ -211,11 +213,15 @@ def task_key(trace_sha: str, spec: strategies.StrategySpec, config: RunConfig) -
 
 @lru_cache(maxsize=8)
 def _prices_key(extra: tuple[str, ...]) -> str:
-    """The prices a run bills with: the bundled table's text and every ``--prices`` file's, hashed
-    (a corrected price is never resumed from rows billed at the old one)."""
+    """The prices a run bills with: the bundled table's text, genai-prices' version and the date its
+    prices are read at, and every ``--prices`` file's, hashed (a corrected price is never resumed from
+    rows billed at the old one)."""
     from importlib import resources
 
+    from bench.pricing import LIBRARY, PRICED_AT
+
     h = hashlib.sha256(resources.files("bench").joinpath("data/prices.toml").read_bytes())
+    h.update(f"{LIBRARY} {PRICED_AT.isoformat()}".encode())
     for path in extra:
         try:
             h.update(Path(path).read_bytes())
@@ -262,8 +268,8 @@ def run_task(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpec,
         per_trace = {"trace": trace} if config.summarizer in PER_TRACE else {}
         summarizer = build_summarizer(config.summarizer, **config.summarizer_options, **per_trace)
         replay_config = ReplayConfig(
-            profile_for(config.model, trace.model),  # --model recorded: the trace's own, per call
-            profile(config.summarizer_model) if config.summarizer_model else None,
+            profile_for(config.model, trace.model, strict=config.strict_prices),  # recorded: the trace's own
+            profile(config.summarizer_model, strict=config.strict_prices) if config.summarizer_model else None,
             config.seconds_per_call,
             config.cache_ttl,
             recorded_models=config.model == RECORDED,
@@ -340,7 +346,7 @@ def run_job(job: executors.Job, config: RunConfig, window: int | None) -> list[T
 
 def _window(config: RunConfig) -> int | None:
     """The run's window when one model is forced; None under ``recorded`` (each trace's own)."""
-    return None if config.model == RECORDED else profile(config.model).context_window
+    return None if config.model == RECORDED else profile(config.model, strict=config.strict_prices).context_window
 
 
 def _trace_profile(config: RunConfig, trace: Trace) -> Any:
@@ -352,7 +358,7 @@ def _trace_profile(config: RunConfig, trace: Trace) -> Any:
     for path in config.prices:
         add_prices(path)
     try:
-        model = profile_for(config.model, trace.model)
+        model = profile_for(config.model, trace.model, strict=config.strict_prices)
     except UnknownModelError:
         return None
     return session_windows(trace).apply(model) if config.model == RECORDED else model
@@ -367,9 +373,10 @@ def check(config: RunConfig) -> list[strategies.StrategySpec]:
     """Everything that can be refused before any work: model, options, strategies, summarizer, probe."""
     for path in config.prices:
         add_prices(path)
-    profile_for(config.model, None)  # an unknown model, strategy or summarizer fails before any work
+    # under --strict-prices an unknown model fails before any work (else it runs at the stated fallback)
+    profile_for(config.model, None, strict=config.strict_prices)
     if config.summarizer_model:
-        profile(config.summarizer_model)
+        profile(config.summarizer_model, strict=config.strict_prices)
     if config.seeds < 1:
         raise ValueError(f"--seeds must be at least 1, not {config.seeds}")
     if config.seconds_per_call < 0:
@@ -504,7 +511,9 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
     planned = Planned()
     window = _window(config)
     budget = Budget(config)
-    jobs = budget.gate(plan_jobs(config, specs, enumerate(itertools.chain([first], stream)), store.done(), planned))
+    unpriced: dict[str, str] = {}
+    traces = _noting_unpriced(config, enumerate(itertools.chain([first], stream)), unpriced)
+    jobs = budget.gate(plan_jobs(config, specs, traces, store.done(), planned))
     executor = executors.build(config.executor, run_job, (config, window), workers=config.workers,
                                address=config.ray_address)
 
@@ -529,6 +538,7 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
         bar.close()
         store.flush()
         executor.close()
+    notes.notes.extend(unpriced.values())  # one line per model priced by the stated fallback
     plan = planned.frame(specs)
     write_plan(run_dir, plan)
     table = aggregate(run_dir, plan)
@@ -541,6 +551,7 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
                    for t in sorted(planned.traces, key=lambda t: t["position"])],
         "filtered": {"filters": trace_filter(config).describe(), "kept": notes.kept, **notes.filtered},
         "pricing_table": price_table()[0],
+        "unpriced_models": sorted(unpriced),
         "tokenizer": Tokenizer().name,
         "provenance": provenance(),
     }
@@ -549,6 +560,30 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
         export(run_dir, tuple(t for t in DETAIL[config.detail] if t != "results"))
     return RunOutput(run_dir, table, by_strategy(table), len(plan), planned.resumed, notes.notes, notes.skipped,
                      budget.stopped)
+
+
+def _noting_unpriced(config: RunConfig, traces: Iterator[tuple[int, Trace]], unpriced: dict[str, str]
+                     ) -> Iterator[tuple[int, Trace]]:
+    """The traces, passed on after noting each model they run as that no table prices (model → its one
+    warning line). Under ``--strict-prices`` such a model stops the run before its trace is replayed."""
+    from bench.pricing import DEFAULT_MODEL, fallback_note, recorded_id
+
+    seen: set[str] = set()
+    for position, trace in traces:
+        if config.model != RECORDED:
+            models = {config.model}
+        else:
+            models = {recorded_id(trace.model) or DEFAULT_MODEL}
+            models.update(filter(None, (recorded_id(m.meta.get("model")) for m in trace.messages
+                                        if m.role == "assistant" and isinstance(m.meta.get("model"), str))))
+        if config.summarizer_model:
+            models.add(config.summarizer_model)
+        for model in sorted(models - seen):
+            seen.add(model)
+            p = profile(model, strict=config.strict_prices)
+            if p.is_fallback:
+                unpriced[model] = fallback_note(model, p)
+        yield position, trace
 
 
 def aggregate(run_dir: Path, plan: pd.DataFrame | None = None) -> pd.DataFrame:

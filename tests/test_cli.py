@@ -60,8 +60,9 @@ def test_unknown_strategy_fails_before_any_replay(tmp_path, trace_file, capsys):
     assert not out.exists()
 
 
-def test_unknown_model_is_refused(tmp_path, trace_file, capsys):
-    assert main(["run", "--traces", str(trace_file), "--model", "gpt-9", "--out", str(tmp_path)]) == 2
+def test_unknown_model_is_refused_under_strict_prices(tmp_path, trace_file, capsys):
+    assert main(["run", "--traces", str(trace_file), "--model", "gpt-9", "--out", str(tmp_path),
+                 "--strict-prices"]) == 2
     assert "no price for model 'gpt-9'" in capsys.readouterr().err
 
 
@@ -161,7 +162,7 @@ def test_a_parameter_of_the_wrong_type_fails_before_any_replay(tmp_path, trace_f
 def test_an_unknown_summarizer_model_fails_before_any_replay(tmp_path, trace_file, capsys):
     out = tmp_path / "out"
     assert main(["run", "--traces", str(trace_file), "--strategies", "none", "--summarizer-model", "gpt-9",
-                 "--out", str(out), "--quiet"]) == 2
+                 "--out", str(out), "--quiet", "--strict-prices"]) == 2
     assert "no price for model 'gpt-9'" in capsys.readouterr().err
     assert not out.exists()
 

@@ -161,9 +161,9 @@ class AnthropicSummarizer:
                                   cache_dir=Path(cache_dir) if cache_dir is not None else default_cache_dir(),
                                   who="the anthropic summarizer", instead="use the offline 'extractive' summarizer")
         try:
-            self.max_output = profile(model).max_output
+            self.max_output = profile(model, strict=True).max_output  # the id goes to a paid API: no guess
         except UnknownModelError as e:
-            raise SummarizerError(f"anthropic summarizer: {e}") from None
+            raise SummarizerError(f"anthropic summarizer: {str(e).splitlines()[0]}") from None
         self.model = model
 
     def request_body(self, request: SummaryRequest) -> dict[str, Any]:

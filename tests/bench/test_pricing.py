@@ -1,4 +1,5 @@
-"""The cache ledger on hand-computed calls, and the price table's refusals."""
+"""The cache ledger on hand-computed calls; where a model's prices and window come from (--prices,
+prices.toml, genai-prices, the stated fallback) and what --strict-prices and a bad price file refuse."""
 
 from __future__ import annotations
 
@@ -63,9 +64,160 @@ def test_window_check_uses_input_limit_and_output_room():
     assert sonnet.fits(199_000, 1000) and not sonnet.fits(199_500, 1000)
 
 
-def test_unknown_model_is_refused_with_suggestions():
-    with pytest.raises(UnknownModelError, match=r"no price for model 'claude-sonet-4-5'.*Did you mean claude-sonnet-4-5"):  # noqa: E501
-        profile("claude-sonet-4-5")
+def test_an_unknown_model_gets_the_stated_fallback_and_strict_refuses_it_in_two_lines():
+    p = profile("claude-sonet-4-5")  # a typo: no table knows it
+    assert p.is_fallback and p.price_source.startswith("fallback: unknown model, priced as claude-sonnet-4-6")
+    assert p.window_source.startswith("fallback:") and p.context_window == 200_000
+    assert p.rates == profile("claude-sonnet-4-6").rates and p.id == "claude-sonet-4-5"
+    with pytest.raises(UnknownModelError) as refused:
+        profile("claude-sonet-4-5", strict=True)
+    message = str(refused.value)
+    assert message.startswith("no price for model 'claude-sonet-4-5' in prices.toml or genai-prices 0.2.3")
+    assert "Did you mean claude-sonnet-4-5" in message and "--prices FILE" in message
+    assert len(message.splitlines()) <= 2 and len(message) < 400  # no list of known ids
+    assert not profile("claude-sonnet-4-5", strict=True).is_fallback
+
+
+@pytest.mark.parametrize(("model", "family", "window"), [
+    ("acme-coder-2", "the generic default", 128_000), ("claude-imaginary-9", "claude-sonnet-4-6", 200_000),
+    ("gpt-9", "gpt-5.1", 400_000), ("o9-mini", "gpt-5.1", 400_000), ("my-codex-x", "gpt-5.1", 400_000),
+    ("gemini-9-ultra", "gemini-2.5-pro", 1_048_576)])
+def test_the_fallback_family_is_chosen_by_name(model: str, family: str, window: int) -> None:
+    p = profile(model)
+    assert p.is_fallback and f"priced as {family}" in p.price_source and p.context_window == window
+    assert p.rates.input > 0 and p.rates.output > 0
+
+
+def test_a_provider_names_the_fallback_family_of_a_name_that_does_not() -> None:
+    assert "claude-sonnet-4-6" in profile("house-model", "anthropic").price_source
+    assert "generic" in profile("house-model").price_source
+
+
+# --- genai-prices: the sessions' models, id forms, [1m], providers ------------------------------------
+
+@pytest.mark.parametrize(("model", "library_id", "window"), [
+    ("claude-sonnet-4-20250514", "anthropic/claude-sonnet-4-0", 200_000),
+    ("claude-opus-4-20250514", "anthropic/claude-opus-4-0", 200_000),
+    ("gpt-5.4", "openai/gpt-5.4", 1_050_000),
+    ("gpt-5.5", "openai/gpt-5.5", 1_000_000),
+    ("gemini-3-flash-preview", "google/gemini-3-flash-preview", 1_000_000),
+    ("claude-opus-4-7", "anthropic/claude-opus-4-7", 1_000_000),
+    ("claude-opus-5", "anthropic/claude-opus-5", 1_000_000),
+    ("claude-fable-5", "anthropic/claude-fable-5", 1_000_000),
+])
+def test_the_recorded_sessions_models_resolve_in_genai_prices(model: str, library_id: str, window: int) -> None:
+    p = profile(model, strict=True)
+    assert p.price_source == p.window_source == f"genai-prices 0.2.3: {library_id}"
+    assert p.context_window == window and not p.is_fallback and p.rates.output > p.rates.input > 0
+    assert p.max_output > 0 and p.min_cache_prefix > 0
+
+
+def test_the_sessions_model_genai_prices_lacks_is_a_stated_override() -> None:
+    spark = profile("gpt-5.3-codex-spark", strict=True)
+    assert spark.price_source.startswith("prices.toml: ") and spark.context_window == 128_000
+    assert spark.rates == profile("gpt-5.3-codex").rates  # priced as the model it is a variant of
+
+
+def test_gpt_5_5_bills_its_long_context_tier_above_272k() -> None:
+    p = profile("gpt-5.5")
+    assert p.cost_without_cache(272_000, 0) == pytest.approx(272_000 * 5 / 1e6)
+    assert p.cost_without_cache(272_001, 1_000) == pytest.approx((272_001 * 10 + 1_000 * 45) / 1e6)
+
+
+@pytest.mark.parametrize(("model", "same_as"), [
+    ("claude-opus-4-5-20251101", "claude-opus-4-5"), ("anthropic/claude-opus-4.8", "claude-opus-4-8"),
+    ("openrouter/anthropic/claude-3.5-sonnet", "claude-3-5-sonnet-20241022"),
+    ("openai/gpt-4o-2024-08-06", "gpt-4o"), ("gemini/gemini-2.5-pro", "gemini-2.5-pro"),
+    ("CLAUDE-SONNET-4-5", "claude-sonnet-4-5")])
+def test_dated_and_provider_prefixed_ids_resolve_as_the_library_matches(model: str, same_as: str) -> None:
+    p, q = profile(model, strict=True), profile(same_as)
+    assert (p.rates, p.context_window, p.above) == (q.rates, q.context_window, q.above) and p.id == model
+
+
+def test_the_1m_suffix_selects_the_1m_window_and_the_tier_where_one_is_billed() -> None:
+    standard, opted = profile("claude-opus-4-6"), profile("claude-opus-4-6[1m]")
+    assert standard.context_window == 200_000 and "prices.toml" in standard.window_source
+    assert opted.context_window == 1_000_000 and opted.window_source == "[1m]: the 1M-context opt-in"
+    assert opted.rates == standard.rates and opted.id == "claude-opus-4-6[1m]"
+    sonnet = profile("claude-sonnet-4-5")  # genai-prices' >200K tier: unreachable in the 200K window
+    assert sonnet.context_window == 200_000 and sonnet.above is None
+    sonnet_1m = profile("claude-sonnet-4-5[1m]")
+    assert sonnet_1m.tier_threshold == 200_000 and sonnet_1m.above.input == 6.0 and sonnet_1m.above.output == 22.5
+    assert sonnet_1m.rates_for(200_001).cache_write_5m == 7.5
+    sonnet_4 = profile("claude-sonnet-4-20250514[1m]")  # the tier genai-prices lacks: prices.toml's
+    assert sonnet_4.above is not None and sonnet_4.above.input == 6.0 and "prices.toml" in sonnet_4.price_source
+    assert profile("claude-opus-4-7[1m]").context_window == 1_000_000
+
+
+def test_a_provider_id_selects_that_providers_row_and_window() -> None:
+    copilot = profile("claude-fable-5", "github-copilot")
+    assert copilot.context_window == 264_000 and "github-copilot/claude-fable-5" in copilot.window_source
+    assert profile("claude-fable-5").context_window == 1_000_000
+    unlisted = profile("claude-sonnet-4.6", "github-copilot")  # the provider gives no window: the model's own
+    assert "github-copilot lists no window" in unlisted.window_source
+    assert profile("gpt-5.4", "no-such-provider").price_source == profile("gpt-5.4").price_source
+
+
+def test_the_bundled_table_keeps_its_rates_for_models_both_know() -> None:
+    """What the table had before genai-prices: these must not move (ids, windows, limits, tiers)."""
+    assert profile("gpt-4.1").context_window == 1_047_576
+    assert (profile("gpt-5").max_input, profile("gpt-5.2-codex").rates.input) == (272_000, 1.75)
+    assert profile("claude-opus-4-8-fast").rates.output == 50.0  # genai-prices matches it to Opus 4.8 at x1
+    gemini = profile("gemini-1.5-pro-exp-0801")
+    assert (gemini.rates.cache_read, gemini.above.cache_read, gemini.context_window) == (0.3125, 0.625, 2_097_152)
+    assert (profile("claude-haiku-4-5").min_cache_prefix, profile("claude-opus-4-1").max_output) == (4_096, 32_000)
+    assert profile("gpt-4").rates.cache_read == 30.0  # no cached rate: no discount
+    assert profile("openai/openrouter-llama-4-maverick").rates.input == 0.15
+    assert profile("claude-3-5-sonnet-20240620").max_output == 4_096
+    assert profile("openrouter/openai/gpt-4-mini").rates == profile("gpt-4o-mini").rates
+
+
+def test_every_prices_toml_entry_says_why() -> None:
+    from bench.pricing import _table, price_table
+
+    table = _table()
+    assert all(e.get("why") for e in table.models.values())
+    assert set(price_table()[1]) >= {"claude-opus-4-6", "gpt-5.3-codex-spark"}
+
+
+# --- --prices files are validated (issue 23 point 3) ---------------------------------------------------
+
+ENTRY = ('[models."acme-coder-3"]\nprovider = "acme"\ninput = 1.0\noutput = 2.0\ncache_read = 0.1\n'
+         'context_window = 64_000\nmax_output = 8_000\nmin_cache_prefix = 1_024\n')
+
+
+@pytest.mark.parametrize(("line", "field"), [
+    ("input = -3.0", "input"), ("output = nan", "output"), ("cache_read = inf", "cache_read"),
+    ("context_window = 0", "context_window"), ("context_window = 1.5", "context_window"),
+    ("max_output = -1", "max_output"), ("input = \"free\"", "input"), ("above_output = -inf", "above_output"),
+    ("min_cache_prefix = -5", "min_cache_prefix")])
+def test_a_prices_file_with_a_bad_value_is_refused_naming_file_model_and_field(tmp_path, monkeypatch, line: str,
+                                                                               field: str) -> None:
+    from bench import pricing
+
+    monkeypatch.setattr(pricing, "_EXTRA", {})
+    bad = tmp_path / "bad.toml"
+    key = line.split(" =")[0]
+    bad.write_text("\n".join(x for x in ENTRY.splitlines() if not x.startswith(key + " ")) + f"\n{line}\n",
+                   encoding="utf-8")
+    with pytest.raises(ValueError) as refused:
+        pricing.add_prices(str(bad))
+    message = str(refused.value)
+    assert str(bad) in message and "'acme-coder-3'" in message and f"{field} = " in message
+    assert len(message.splitlines()) <= 2
+    assert pricing.profile("acme-coder-3").is_fallback  # nothing of the bad file was taken
+
+
+def test_a_prices_file_may_change_one_field_of_a_library_model(tmp_path, monkeypatch) -> None:
+    from bench import pricing
+
+    monkeypatch.setattr(pricing, "_EXTRA", {})
+    f = tmp_path / "window.toml"
+    f.write_text('[models."gpt-5.5"]\ncontext_window = 272_000\n', encoding="utf-8")
+    assert pricing.add_prices(str(f)) == ["gpt-5.5"]
+    p = pricing.profile("gpt-5.5")
+    assert p.context_window == 272_000 and p.window_source == f"--prices {f}"
+    assert p.rates.input == 5.0 and p.price_source == "genai-prices 0.2.3: openai/gpt-5.5"
 
 
 def test_a_changed_price_file_changes_the_task_key(tmp_path):
@@ -82,6 +234,21 @@ def test_a_changed_price_file_changes_the_task_key(tmp_path):
     _prices_key.cache_clear()
     assert task_key("sha", spec, RunConfig(prices=(str(prices),))) != before
     assert task_key("sha", spec, RunConfig()) != before
+
+
+def test_a_new_genai_prices_version_changes_the_task_key(monkeypatch):
+    import strategies
+    from bench import pricing
+    from bench.runner import RunConfig, _prices_key, task_key
+
+    spec = strategies.parse_spec("none")
+    _prices_key.cache_clear()
+    before = task_key("sha", spec, RunConfig())
+    monkeypatch.setattr(pricing, "LIBRARY", "genai-prices 0.2.4")
+    _prices_key.cache_clear()
+    assert task_key("sha", spec, RunConfig()) != before
+    monkeypatch.undo()
+    _prices_key.cache_clear()
 
 
 def test_common_prefixes_inferred_from_the_previous_request_equal_a_full_comparison():

@@ -38,13 +38,15 @@ def test_prices_file_adds_a_model_and_an_unknown_one_names_the_way(tmp_path, mon
     from bench import pricing
 
     monkeypatch.setattr(pricing, "_EXTRA", {})
+    assert profile("acme-coder-1").is_fallback
     with pytest.raises(UnknownModelError, match="--prices FILE"):
-        profile("acme-coder-1")
+        profile("acme-coder-1", strict=True)
     good = tmp_path / "p.toml"
     good.write_text('[models."acme-coder-1"]\nprovider = "acme"\ninput = 1.0\noutput = 2.0\ncache_read = 0.1\n'
                     'context_window = 64_000\nmax_output = 8_000\nmin_cache_prefix = 1_024\n', encoding="utf-8")
     assert add_prices(str(good)) == ["acme-coder-1"]
     assert profile("acme-coder-1").context_window == 64_000
+    assert profile("acme-coder-1", strict=True).price_source == f"--prices {good}"
     bad = tmp_path / "bad.toml"
     bad.write_text('[models."x"]\nprovider = "acme"\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad\.toml.*lacks"):
@@ -61,17 +63,50 @@ def test_a_recorded_codex_window_becomes_the_input_limit() -> None:
 
 
 def test_a_run_prices_an_unknown_model_from_prices_file(tmp_path, monkeypatch, capsys) -> None:
+    """An unknown model runs at the stated fallback and is flagged in one line (exit 0); --strict-prices
+    refuses it before any work in at most two lines (exit 2); a --prices file prices it."""
+    import json
+
     from bench import pricing
     from bench.cli import main
 
     monkeypatch.setattr(pricing, "_EXTRA", {})
     args = ["run", "--traces", "synthetic:short", "--strategies", "none", "--model", "acme-coder-2",
             "--truth", "cl100k", "--workers", "1", "--out", str(tmp_path), "--quiet", "--no-report"]
-    assert main(args) == 2 and "--prices FILE" in capsys.readouterr().err
+    assert main([*args, "--name", "fallback"]) == 0
+    err = capsys.readouterr().err
+    flagged = [line for line in err.splitlines() if "acme-coder-2" in line]
+    assert flagged == ["note: model acme-coder-2: no price in prices.toml or genai-prices 0.2.3; priced as the "
+                       "generic default (3/15 per MTok, stated), window 128,000; pass --prices FILE or "
+                       "--strict-prices"]
+    assert json.loads((tmp_path / "fallback" / "run.json").read_text())["unpriced_models"] == ["acme-coder-2"]
+    assert main([*args, "--name", "strict", "--strict-prices"]) == 2
+    err = capsys.readouterr().err
+    assert "--prices FILE" in err and len(err.strip().splitlines()) <= 2 and not (tmp_path / "strict").exists()
     prices = tmp_path / "acme.toml"
     prices.write_text('[models."acme-coder-2"]\nprovider = "acme"\ninput = 1.0\noutput = 2.0\ncache_read = 0.1\n'
                       'context_window = 400_000\nmax_output = 8_000\nmin_cache_prefix = 1_024\n', encoding="utf-8")
-    assert main([*args, "--prices", str(prices)]) == 0
+    assert main([*args, "--prices", str(prices), "--strict-prices"]) == 0
+    assert "acme-coder-2" not in capsys.readouterr().err
+
+
+def test_an_unknown_recorded_model_runs_flagged_and_strict_stops_before_its_trace(tmp_path) -> None:
+    """Under --model recorded, a call's model no table knows (here after a known one) is noted once; under
+    --strict-prices the run stops at that trace, naming the model, before it is replayed."""
+    from bench.runner import RunConfig, _noting_unpriced
+
+    msgs = (Message.text_message("user", "go"),
+            Message.text_message("assistant", "a", meta={"model": "claude-opus-4-7"}),
+            Message.text_message("user", "more"),
+            Message.text_message("assistant", "b", meta={"model": "acme-coder-9"}))
+    traces = [(0, Trace("t1", msgs, agent="claude-code", model="claude-opus-4-7")),
+              (1, Trace("t2", msgs, agent="claude-code", model="claude-opus-4-7"))]
+    unpriced: dict[str, str] = {}
+    assert [t.id for _, t in _noting_unpriced(RunConfig(), iter(traces), unpriced)] == ["t1", "t2"]
+    assert list(unpriced) == ["acme-coder-9"] and "priced as the generic default" in unpriced["acme-coder-9"]
+    strict = _noting_unpriced(RunConfig(strict_prices=True), iter(traces), {})
+    with pytest.raises(UnknownModelError, match="no price for model 'acme-coder-9'"):
+        next(strict)
 
 
 # --- the default: each real trace as the model it recorded, synthetic ones as the run's model -----------
@@ -137,11 +172,14 @@ def test_every_shared_trace_resolves_its_model_under_the_default(shared_traces) 
     assert result.traces
     seen = set()
     for trace in result.traces:
-        seen.add(profile_for(RunConfig().model, trace.model).canonical_id)  # raises UnknownModelError if not
+        # strict: a model priced only by the fallback counts as unresolved
+        seen.add(profile_for(RunConfig().model, trace.model, strict=True).canonical_id)
         for m in trace.messages:
             model = recorded_id(m.meta.get("model")) if m.role == "assistant" else None
             if model:
-                seen.add(recorded_profile(model, m.meta.get("context_window")).canonical_id)
+                p = recorded_profile(model, m.meta.get("context_window"))
+                assert not p.is_fallback, f"{trace.source}: {p.price_source}"
+                seen.add(p.canonical_id)
     assert len(seen) > 5  # many distinct models, not everything collapsed onto the default
 
 
@@ -179,3 +217,22 @@ def test_a_codex_alias_trace_gets_token_truncation_and_its_base_byte_truncation(
 
     assert kept("gpt-5.1-codex") == 0  # within Tokens(10_000): nothing cut
     assert kept("gpt-5.1") == 1  # Bytes(10_000): cut
+
+
+def test_a_recorded_session_on_an_unknown_model_runs_flagged_and_strict_exits_2(tmp_path, capsys) -> None:
+    """The whole command on a session file whose model no table knows: exit 0, one note naming the model
+    and the fallback; with --strict-prices exit 2 and an error of at most two lines, no traceback."""
+    from bench.cli import main
+    from traces import native
+
+    msgs = (Message.text_message("user", "inspect the logs " * 50),
+            Message.text_message("assistant", "done", meta={"model": "acme-coder-7"}))
+    path = native.write(Trace("acme", msgs, agent="claude-code", model="acme-coder-7"), tmp_path / "acme.cbt.jsonl")
+    args = ["run", "--traces", str(path), "--strategies", "none", "--workers", "1", "--out", str(tmp_path),
+            "--quiet", "--no-report"]
+    assert main([*args, "--name", "ok"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "acme-coder-7" in line]
+    assert len(notes) == 1 and "priced as the generic default" in notes[0]
+    assert main([*args, "--name", "strict", "--strict-prices"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("compaction-bench: error: no price for model 'acme-coder-7'") and len(err.splitlines()) <= 2
