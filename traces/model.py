@@ -175,6 +175,9 @@ class RecordedCompaction:
     trigger: str = "auto"
     pre_tokens: int | None = None
     summary: str = ""
+    call_usage: Usage | None = None
+    """Recorded usage of the summarizer call itself, when the agent logged it apart (Claude Code's
+    ``subagents/agent-acompact-*.jsonl`` beside the session); None when the log has no such call."""
 
 
 @dataclass(frozen=True)
