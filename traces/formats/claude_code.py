@@ -561,7 +561,7 @@ def _trace(recs: list[_Rec], path: Path, session: str, side: str, versions: list
     kept_run: list[_Rec] = []
     synthetic_kept = 0
 
-    def add_user(blocks: tuple[Block, ...], r: _Rec, meta: dict[str, Any]) -> None:
+    def add_user(blocks: tuple[Block, ...], r: _Rec, meta: dict[str, Any], own_id: bool = True) -> None:
         nonlocal boundary
         if boundary is not None or (r.compact_summary and r.uuid not in summarized):
             cm = boundary.compact_meta if boundary is not None else {}
@@ -577,13 +577,13 @@ def _trace(recs: list[_Rec], path: Path, session: str, side: str, versions: list
             boundary = None
         if r.compact_summary:
             meta = {**meta, "summary": True}
-        messages.append(Message("user", blocks, timestamp=r.timestamp, id=r.uuid, meta=meta))
+        messages.append(Message("user", blocks, timestamp=r.timestamp, id=r.uuid if own_id else None, meta=meta))
 
     def flush_kept() -> None:
         if kept_run:
             text = _flatten(kept_run)
             add_user((Text(text),) if text else (Text("[preserved messages]"),), kept_run[0],
-                     {"injected": True, "preserved": True, "preserved_messages": len(kept_run)})
+                     {"injected": True, "preserved": True, "preserved_messages": len(kept_run)}, own_id=False)
             kept_run.clear()
 
     for r in chain:
@@ -616,7 +616,7 @@ def _trace(recs: list[_Rec], path: Path, session: str, side: str, versions: list
         elif r.kind == "system" and r.subtype == "local_command" and r.content:
             add_user((Text(r.content),), r, {"local_command": True})
         elif r.kind == "system":
-            passed.counts[f"system:{r.subtype}"] += 1
+            passed.counts[(f"system:{r.subtype}" if r.subtype else "system")] += 1
         elif r.kind == "attachment":
             text, human = _attachment_text(r.attachment)
             kind = r.attachment.get("type")
@@ -651,7 +651,7 @@ def _trace(recs: list[_Rec], path: Path, session: str, side: str, versions: list
         elif r.kind == "user":
             rest += 1
         elif r.kind != "assistant":  # an off-chain call's lines are in off_chain
-            key = (f"system:{r.subtype}" if r.kind == "system" else
+            key = ((f"system:{r.subtype}" if r.subtype else "system") if r.kind == "system" else
                    f"attachment:{r.attachment.get('type')}" if r.kind == "attachment" else r.kind)
             passed.counts[key + (" (off the main chain)" if r.kind in CHAIN_TYPES else "")] += 1
     if off_chain or rest:
