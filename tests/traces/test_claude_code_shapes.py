@@ -97,6 +97,7 @@ def test_a_newer_record_type_neither_stops_detection_nor_drops_the_session(tmp_p
     assert trace.n_calls == 2 and [m.role for m in trace.messages] == ["user", "assistant", "user", "assistant"]
     note = _passed_note(result.notes)
     assert "passed over 3 record(s) of 2 type(s)" in note and "future-thing 2" in note and "another-new-kind 1" in note
+    assert trace.meta["passed_over"] == {"future-thing": 2, "another-new-kind": 1}
 
 
 def test_a_newer_linked_record_type_is_counted_and_keeps_the_chain(tmp_path):
@@ -382,3 +383,15 @@ def test_the_version_is_the_last_one_and_all_are_listed(tmp_path):
     assert trace.meta["version"] == "2.1.37" and trace.meta["versions"] == ["2.1.36", "2.1.37"]
     (one,) = read_path(_write(tmp_path / "t.jsonl", PLAIN)).traces
     assert one.meta["version"] == "2.1.144" and "versions" not in one.meta
+
+
+def test_a_newer_record_with_fields_we_do_not_expect_is_counted_not_an_error(tmp_path):
+    odd = [{"type": "future-thing", "uuid": "f1", "parentUuid": 7, "sessionId": SESSION},
+           {"type": "future-link", "uuid": "f2", "parentUuid": None, "isSidechain": True, "agentId": 5,
+            "sessionId": SESSION}]
+    later = [_rec("attachment", "x1", "a2", attachment="a later shape")]
+    result = read_path(_write(tmp_path / "s.jsonl", odd + PLAIN + later))  # strict
+    (trace,) = result.traces
+    assert trace.n_calls == 2
+    note = _passed_note(result.notes)
+    assert "future-thing 1" in note and "future-link 1" in note and "attachment:None (type unknown here) 1" in note

@@ -179,8 +179,16 @@ def _usage(u: Any, path: Path, line: int) -> Usage | None:
 
 def _parse(obj: dict[str, Any], path: Path, line: int) -> _Rec | None:
     kind = get_str(obj, "type", path=path, line=line)
-    if kind not in CHAIN_TYPES and not isinstance(obj.get("uuid"), str):
-        return None  # snapshots, queue operations, titles: not part of the tree
+    if kind not in CHAIN_TYPES:
+        # progress, or a type a later version added: a link of the tree when it has the fields of one
+        # (read without complaint: an unknown record is counted, never an error), else not in the tree
+        uuid, parent, agent = obj.get("uuid"), obj.get("parentUuid"), obj.get("agentId")
+        if not isinstance(uuid, str) or not (parent is None or isinstance(parent, str)):
+            return None
+        side = (agent if isinstance(agent, str) else "sidechain") if obj.get("isSidechain") is True else ""
+        logical = obj.get("logicalParentUuid")
+        return _Rec(line, kind, uuid, parent, logical if isinstance(logical, str) else None, side,
+                    ts_seconds(obj.get("timestamp")))
     uuid = get_str(obj, "uuid", path=path, line=line)
     side = get_str(obj, "agentId", "sidechain", path=path, line=line) if obj.get("isSidechain") is True else ""
     rec = _Rec(line, kind, uuid, get_str(obj, "parentUuid", None, path=path, line=line),
@@ -202,7 +210,8 @@ def _parse(obj: dict[str, Any], path: Path, line: int) -> _Rec | None:
         content = obj.get("content")
         rec.content = content if isinstance(content, str) else ""
     elif kind == "attachment":
-        rec.attachment = get_dict(obj, "attachment", {}, path=path, line=line)
+        att = obj.get("attachment")  # a shape a later version changed is counted, not an error
+        rec.attachment = att if isinstance(att, dict) else {}
     return rec
 
 
@@ -810,6 +819,9 @@ def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
     note = passed.note(path)
     if note:
         result.notes.append(note)
+        if main is not None:  # the file's count, on its main trace only (so a sum over traces counts it once)
+            result.traces[main] = replace(result.traces[main],
+                                          meta={**result.traces[main].meta, "passed_over": dict(passed.counts)})
     if not result.traces and not lenient and not calls:
         raise TraceError("no user or assistant record in a Claude Code file", path=str(path))
     return result
