@@ -395,3 +395,17 @@ def test_a_newer_record_with_fields_we_do_not_expect_is_counted_not_an_error(tmp
     assert trace.n_calls == 2
     note = _passed_note(result.notes)
     assert "future-thing 1" in note and "future-link 1" in note and "attachment:None (type unknown here) 1" in note
+
+
+def test_v1_task_runs_in_the_session_file_are_traces_of_their_own(tmp_path):
+    """1.0.x wrote each Task sub-agent run into the session file (``isSidechain``, no ``agentId``)."""
+    side = {"isSidechain": True, "version": "1.0.53"}
+    runs = [{**r, **side} for r in [
+        _user("x1", None, "read the files"), _asst("x2", "x1", "mx1", _text("Read."), _u(10)),
+        _user("y1", None, "examine the backends"), _asst("y2", "y1", "my1", _use("ty", command="ls"), _u(10)),
+        _result("y3", "y2", "ty"), _asst("y4", "y3", "my2", _text("Examined."), _u(12)),
+    ]]
+    result = read_path(_write(tmp_path / f"{SESSION}.jsonl", PLAIN + runs))
+    assert [(t.id.split("/")[-1], t.n_calls, t.meta["skipped_calls"]) for t in result.traces] == [
+        (SESSION, 2, 0), ("sidechain-1", 1, 0), ("sidechain-2", 2, 0)]
+    assert not any("skipped" in n for n in result.notes)

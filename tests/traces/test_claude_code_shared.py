@@ -84,6 +84,20 @@ def test_new_sessions_as_the_manifest_lists_them(shared_traces, name):
     assert (main.meta.get("window_hint") == "1m") == one_m and bool(main.meta.get("window_evidence")) == one_m
 
 
+def test_v1_task_runs_are_their_own_traces(shared_traces):
+    """MANIFEST §10 calls the 16 calls beside the main thread "rewound branches": they are a second Task
+    sub-agent run, written (as 1.0.x did) into the session file with no agentId."""
+    path = shared_traces / "claude-code__vsla/9034225e-c367-4ab6-b1eb-1f478a7ae27a.jsonl"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    result = read_path(path)
+    assert [(t.id.split("/")[-1], t.n_calls, t.meta["skipped_calls"]) for t in result.traces] == [
+        ("9034225e-c367-4ab6-b1eb-1f478a7ae27a", 184, 0), ("sidechain-1", 16, 0), ("sidechain-2", 29, 0)]
+    ids = {json.loads(line)["message"]["id"] for line in path.read_text().splitlines() if '"assistant"' in line
+           and json.loads(line).get("type") == "assistant"}
+    assert sum(t.n_calls for t in result.traces) == len(ids)  # every call imported
+
+
 def test_a_version_change_mid_file_is_listed(shared_traces):
     path = shared_traces / "claude-code__entireio-cli/43/2b48f6b6e6/0/full.jsonl"
     if not path.exists():

@@ -746,6 +746,41 @@ def _attach_calls(trace: Trace, calls: list[_CompactCall]) -> tuple[Trace, list[
     return replace(trace, compactions=tuple(comps)), notes
 
 
+def _split_runs(recs: list[_Rec]) -> dict[str, list[_Rec]]:
+    """1.0.x wrote every Task sub-agent run into the session file, marked ``isSidechain`` but with no
+    ``agentId``: each run is its own tree (its prompt a root). One trace per run, ``sidechain-1``, … in
+    file order (``sidechain`` when there is one), never one run kept and the others counted as rewinds."""
+    by_uuid = {r.uuid: r for r in recs}
+    roots: dict[str, str] = {}
+
+    def root(r: _Rec) -> str:
+        path: list[str] = []
+        cur = r
+        while cur.uuid not in roots and cur.parent in by_uuid and cur.uuid not in path:
+            path.append(cur.uuid)
+            cur = by_uuid[cur.parent]
+        top = roots.get(cur.uuid, cur.uuid)
+        for u in path + [cur.uuid]:
+            roots[u] = top
+        return top
+
+    runs: dict[str, list[_Rec]] = {}
+    for r in recs:
+        runs.setdefault(root(r), []).append(r)
+    content = [k for k, v in runs.items() if any(r.kind in ("user", "assistant") for r in v)]
+    if len(content) <= 1:
+        return {"sidechain": recs}
+    out: dict[str, list[_Rec]] = {}
+    for n, k in enumerate(content, start=1):
+        side = f"sidechain-{n}"
+        out[side] = [replace(r, side=side) for r in runs[k]]
+    rest = [r for k, v in runs.items() if k not in content for r in v]
+    if rest:  # links with no content of their own (progress): counted with the first run
+        out["sidechain-1"] += [replace(r, side="sidechain-1") for r in rest]
+        out["sidechain-1"].sort(key=lambda r: r.line)
+    return out
+
+
 def _read_records(path: Path, lenient: bool, skips: Skips, passed: _Passed,
                   evidence: _WindowEvidence | None) -> tuple[dict[str, list[_Rec]], str | None, list[str]]:
     parts: dict[str, list[_Rec]] = {}
@@ -782,6 +817,8 @@ def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
     passed = _Passed()
     evidence = _WindowEvidence()
     parts, session, versions = _read_records(path, lenient, skips, passed, evidence)
+    if "sidechain" in parts:
+        parts.update(_split_runs(parts.pop("sidechain")))
     result = ReadResult([], skips.count)
     calls: list[_CompactCall] = []
     for side, recs in parts.items():
