@@ -171,7 +171,8 @@ class RecordedCompaction:
     """A compaction that the recorded agent itself performed (for fidelity checks)."""
 
     message_index: int
-    """Index of the first message after the compaction (the summary, usually)."""
+    """Index of the first message after the compaction (the summary, usually); 0 when the log begins
+    with the compaction (its pre-compaction part is not in it), so no recorded call precedes it."""
     trigger: str = "auto"
     pre_tokens: int | None = None
     summary: str = ""

@@ -396,10 +396,10 @@ def _segments(recs: list[_Rec]) -> dict[str, _Segment]:
         head, tail, anchor = (seg.get(k) for k in ("headUuid", "tailUuid", "anchorUuid"))
         if not all(isinstance(v, str) for v in (head, tail, anchor)):
             continue
-        members: list[str] = []
+        members: set[str] = set()
         cur = by_uuid.get(tail)
         while cur is not None and cur.uuid not in members:
-            members.append(cur.uuid)
+            members.add(cur.uuid)
             if cur.uuid == head:
                 break
             cur = by_uuid.get(cur.parent) if cur.parent else None
