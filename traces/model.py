@@ -171,10 +171,14 @@ class RecordedCompaction:
     """A compaction that the recorded agent itself performed (for fidelity checks)."""
 
     message_index: int
-    """Index of the first message after the compaction (the summary, usually)."""
+    """Index of the first message after the compaction (the summary, usually); 0 when the log begins
+    with the compaction (its pre-compaction part is not in it), so no recorded call precedes it."""
     trigger: str = "auto"
     pre_tokens: int | None = None
     summary: str = ""
+    call_usage: Usage | None = None
+    """Recorded usage of the summarizer call itself, when the agent logged it apart (Claude Code's
+    ``subagents/agent-acompact-*.jsonl`` beside the session); None when the log has no such call."""
 
 
 @dataclass(frozen=True)
