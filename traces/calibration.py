@@ -115,21 +115,21 @@ class Calibration:
 
 FITTED = Calibration(
     output_chars={
-        "read": LogNormal(1859.7, 1.675),
-        "edit": LogNormal(191.8, 0.796),
-        "write": LogNormal(337.0, 1.929),
-        "bash": LogNormal(349.3, 2.153),
-        "search": LogNormal(107.3, 1.473),
-        "web": LogNormal(1355.0, 1.398),
-        "other": LogNormal(600.7, 2.067),
+        "read": LogNormal(2341.3, 1.358),
+        "edit": LogNormal(205.9, 0.78),
+        "write": LogNormal(225.2, 1.473),
+        "bash": LogNormal(406.5, 1.966),
+        "search": LogNormal(276.7, 1.984),
+        "web": LogNormal(1474.4, 1.55),
+        "other": LogNormal(624.9, 2.22),
     },
-    tool_mix={"read": 0.114, "edit": 0.176, "write": 0.021, "bash": 0.595, "search": 0.034,
-              "web": 0.018, "other": 0.042},
-    calls={"read": 163, "edit": 251, "write": 30, "bash": 849, "search": 48, "web": 26, "other": 60},
-    step_seconds=LogNormal(10.0, 0.873),
-    turn_seconds=LogNormal(100.6, 2.039),
-    assistant_text_chars=LogNormal(141.5, 0.988),
-    parallel_share=0.12,
+    tool_mix={"read": 0.138, "edit": 0.164, "write": 0.016, "bash": 0.474, "search": 0.06,
+              "web": 0.007, "other": 0.142},
+    calls={"read": 656, "edit": 777, "write": 76, "bash": 2252, "search": 284, "web": 33, "other": 673},
+    step_seconds=LogNormal(8.7, 0.91),
+    turn_seconds=LogNormal(83.8, 1.587),
+    assistant_text_chars=LogNormal(150.4, 1.13),
+    parallel_share=0.107,
 )
 """The stored fit (regenerate with ``python -m traces.calibration ../shared/traces``)."""
 
@@ -303,10 +303,13 @@ def observations(folder: Path) -> tuple[list[Call], Timing]:
     """Every real tool call under ``folder`` (the shared traces), and the timing samples."""
     timing = Timing()
     calls: list[Call] = []
-    for p in sorted(folder.glob("claude-code__*/**/*.jsonl")):
+    # Sessions as the agents write them and as the Entire CLI keeps them in git
+    # (<2hex>/<10hex>/<n>/full.jsonl, or raw_transcript): every rollout and transcript in the folder.
+    for p in sorted(q for q in folder.glob("claude-code__*/**/*") if q.name.endswith(".jsonl")
+                    or q.name == "raw_transcript"):
         if not p.name.startswith("agent-acompact"):
             calls += _claude_code(p, timing)
-    for p in sorted(folder.glob("codex__*/rollout-*.jsonl")):
+    for p in sorted(folder.glob("codex__*/**/*.jsonl")):
         calls += _codex(p, timing)
     for p in sorted(folder.glob("openhands__*/*.json*")):
         if p.suffix == ".jsonl":

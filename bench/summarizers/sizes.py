@@ -71,6 +71,19 @@ def family(strategy_label: str) -> str | None:
     return next((f for prefix, f in STRATEGY_FAMILY.items() if name.startswith(prefix)), None)
 
 
+NOT_AUTOMATIC = frozenset({"manual", "unrecorded"})
+"""Triggers whose summaries are left out: the user's /compact, and compactions whose trigger the log
+does not say (Claude Code 1.0.x). Each agent's own word for an automatic one counts ("auto",
+Copilot CLI's "threshold")."""
+
+
+def _short(source: str) -> str:
+    """A file's name, or for a transcript the Entire CLI keeps in git (``…/<2hex>/<10hex>/<n>/full.jsonl``)
+    its checkpoint path, so that two sessions' summaries are not both named ``full.jsonl``."""
+    p = Path(source)
+    return "/".join(p.parts[-4:]) if p.name in ("full.jsonl", "raw_transcript") else p.name
+
+
 def fit(traces: Iterable[Trace]) -> dict[str, SizeFit]:
     """Per agent, a log-normal over the cl100k size of its automatic recorded summaries, plus ``pooled``."""
     from bench.tokens import Tokenizer
@@ -79,14 +92,14 @@ def fit(traces: Iterable[Trace]) -> dict[str, SizeFit]:
     rows_by_agent: dict[str, list[tuple[int, int, str]]] = {}
     for t in traces:
         for c in t.compactions:
-            if c.trigger == "auto" and c.summary.strip():
+            if c.trigger not in NOT_AUTOMATIC and c.summary.strip():
                 rows_by_agent.setdefault(t.agent, []).append(
                     (tokenizer.count(c.summary), len(c.summary), t.source or t.id))
     fits: dict[str, SizeFit] = {}
     for agent, rows in sorted(rows_by_agent.items()):
         logs = [math.log(n) for n, _, _ in rows]
         sigma = statistics.stdev(logs) if len(logs) > 1 else 0.0
-        files = sorted({Path(src).name for _, _, src in rows})
+        files = sorted({_short(src) for _, _, src in rows})
         fits[agent] = SizeFit(round(math.exp(statistics.fmean(logs))), round(max(sigma, SIGMA_FLOOR), 3),
                               round(math.exp(statistics.fmean(math.log(c) for _, c, _ in rows))),
                               len(rows), f"fitted on {len(rows)} automatic summaries: {', '.join(files)}")
