@@ -439,6 +439,19 @@ def folder_sessions(root: Path, files: list[Path]) -> tuple[list[tuple[Path, Fou
     return out, {rel[p]: reason for p, reason in sidecars.items()}
 
 
+def session_of(path: Path) -> Found | None:
+    """The Entire session a file named directly (or by a glob) is the transcript of, read with its
+    metadata.json beside it; None for any other file."""
+    if not _CHUNK.match(path.name) and not (path.parent / METADATA).is_file():
+        return None
+    base = path.parents[3] if len(path.parents) > 3 else path.parent
+    files = [f for f in path.parent.iterdir() if f.is_file()]
+    summary = path.parent.parent / METADATA
+    files += [summary] if summary.is_file() else []
+    plan, _ = folder_sessions(base, files)
+    return next((found for f, found in plan if f == path and found is not None), None)
+
+
 def _read(path: Path) -> bytes:
     try:
         return path.read_bytes()

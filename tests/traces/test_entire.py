@@ -312,3 +312,16 @@ def test_the_shared_entire_sessions_carry_their_metadata(shared_traces):
         assert t.meta["entire"]["checkpoint_id"] == meta["checkpoint_id"]
         assert t.meta["entire"].get("session_id") == meta["session_id"]
         assert (t.meta.get("window_hint") == "1m") == str(meta.get("model", "")).endswith("[1m]")
+
+
+def test_a_session_file_named_directly_reads_its_metadata_and_chunks(tmp_path):
+    files = checkpoint_files()
+    lines = _jsonl(_claude(turns=4)).splitlines()
+    files["ab/cdef012345/0/full.jsonl"] = "\n".join(lines[:4])
+    files["ab/cdef012345/0/full.jsonl.001"] = "\n".join(lines[4:]) + "\n"
+    _write(tmp_path / "c", files)
+    (trace,) = load([str(tmp_path / "c" / "ab/cdef012345/0/full.jsonl")]).traces
+    assert trace.n_calls == 5 and trace.meta["window_hint"] == "1m"
+    assert trace.meta["entire"]["checkpoint_id"] == CHECKPOINT
+    (codex,) = load([str(tmp_path / "c" / "ab/*/1/full.jsonl")]).traces  # a glob, too
+    assert codex.meta["entire"]["agent"] == "Codex"

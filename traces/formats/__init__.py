@@ -166,6 +166,13 @@ def read_source(source: str, *, lenient: bool = False) -> Iterator[tuple[str, Re
         return
     if not Path(source).is_dir():
         for path in expand([source]):
+            found = entire.session_of(path)
+            if found is not None:  # a session file with Entire's metadata (or chunks) beside it
+                item = _read_entire(found, lenient=lenient)
+                if isinstance(item, Passed):  # named directly: it must be a trace
+                    detect(path)
+                yield item
+                continue
             fmt = detect(path)
             yield fmt, read_path(path, lenient=lenient, fmt=fmt)
         return
