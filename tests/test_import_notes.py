@@ -54,7 +54,8 @@ def test_a_run_writes_every_note_to_its_folder_and_prints_a_summary(tmp_path, ca
 
 def test_many_notes_print_as_a_few_lines_naming_the_file(tmp_path):
     notes = [f"/x/events-{i}.jsonl: passed over {i} hook.start event(s)" for i in range(32)]
-    notes += ["/x: passed over 3 files in no known format: a, b, c", "filtered out 2 of 9 traces: 2 below --min-calls 5"]
+    notes += ["/x: passed over 3 files in no known format: a, b, c",
+              "filtered out 2 of 9 traces: 2 below --min-calls 5"]
     where = tmp_path / sources.NOTES_FILE
     lines = sources.console_notes(notes, where)
     assert len(lines) <= sources.CONSOLE_NOTES
