@@ -7,15 +7,15 @@ orphan branch beside their code. What this module relies on, read in entireio/cl
   cmd/entire/cli/paths/paths.go:37 @ f446dcfc09fda981a5c373a5f47c54363761fa6e). A fresh clone holds it
   as a remote-tracking ref, so ``refs/remotes/<remote>/entire/checkpoints/v1`` is read when the local
   branch is absent.
-- Its tree is sharded by the 12-hex checkpoint id, ``<id[:2]>/<id[2:]>/`` (``CheckpointPath``, paths.go
+- Its tree is sharded by the 12-hex checkpoint id, ``<id[:2]>/<id[2:]>/`` (``CheckpointPath``, paths.go:44
   @ f446dcfc), with one numbered folder per session: ``<id[:2]>/<id[2:]>/<n>/`` (the tree drawn above
-  ``CheckpointSummary``, cmd/entire/cli/checkpoint/checkpoint.go:436-451 @ f446dcfc).
+  ``CheckpointSummary``, cmd/entire/cli/checkpoint/checkpoint.go:438-449 @ f446dcfc).
 - A session folder holds the agent's own session file, byte for byte, as ``full.jsonl``
   (``TranscriptFileName``, paths.go:28; ``full.log`` before it, ``TranscriptFileNameLegacy``, :29), and
   the session's ``metadata.json`` (``CommittedMetadata``, checkpoint.go:368-410 @ f446dcfc: ``cli_version``,
   ``checkpoint_id``, ``session_id``, ``agent`` such as "Claude Code" or "Codex", ``token_usage``).
-  Later versions add ``model`` — "the LLM model used during the session", always written, empty when
-  unknown; ``claude-opus-4-6[1m]`` for a session that ran with the 1M window — to the same struct, now
+  Later versions add the session's ``model`` (written even when empty; ``claude-opus-4-6[1m]`` for a
+  session that ran with the 1M window) to the same struct, now
   ``Metadata`` in api/checkpoint/metadata.go @ 7949f0e17b9c36ef0128d38fdeee045b1e2836de. Beside them:
   prompt.txt, context.md, content_hash.txt and (later) the compact ``transcript.jsonl``, Entire's own
   condensed copy, which is not the agent's record and is not read.
@@ -23,7 +23,11 @@ orphan branch beside their code. What this module relies on, read in entireio/cl
   sessions and sums their token usage; it is read only for what a session's own file lacks.
 - A transcript over 50 MB is split at line boundaries into ``full.jsonl``, ``full.jsonl.001``, ...
   (``MaxChunkSize``, ``ChunkSuffix``, agent/chunking.go:13,16; ``ChunkFileName``, :125) and joined
-  again with newlines (``ReassembleJSONL``, :112 @ f446dcfc).
+  again with newlines (``ReassembleJSONL``, :112 @ f446dcfc). An agent may chunk its own way
+  (``TranscriptChunker``, :20-41); only the JSONL way is done here, so a chunked JSON session file
+  (Gemini CLI, OpenCode export) would fail to read and say so.
+- Each checkpoint stores the whole session file so far, so a session committed ten times is on the
+  branch ten times, each copy a prefix of the next: only its largest copy is read (latest_only).
 - The v2 layout (``V2FullCurrentRefName`` and ``V2MainRefName`` in paths.go, read through the search
   index) keeps the raw session files as ``raw_transcript`` (+ ``.001``, ...) on
   ``refs/entire/checkpoints/v2/full/current`` and the metadata on ``refs/entire/checkpoints/v2/main``.
@@ -227,7 +231,7 @@ def group(paths: list[str], read_json: Any) -> tuple[list[Session], dict[str, st
 def latest_only(sessions: list[Session], size: Any) -> tuple[list[Session], dict[str, str]]:
     """One session per ``session_id``: its largest transcript. Entire commits the whole session file so
     far at each checkpoint (``checkpoint_transcript_start`` marks where that checkpoint's own part
-    begins, checkpoint.go:391-392 @ f446dcfc), so a session of ten commits is stored ten times, each a
+    begins, checkpoint.go:392 @ f446dcfc), so a session of ten commits is stored ten times, each a
     prefix of the next; replaying every copy would count one session ten times. The earlier copies are
     listed, with the one kept. ``size(path)`` gives a chunk's size in bytes."""
     best: dict[str, tuple[int, str, Session]] = {}
