@@ -325,3 +325,13 @@ def test_a_session_file_named_directly_reads_its_metadata_and_chunks(tmp_path):
     assert trace.meta["entire"]["checkpoint_id"] == CHECKPOINT
     (codex,) = load([str(tmp_path / "c" / "ab/*/1/full.jsonl")]).traces  # a glob, too
     assert codex.meta["entire"]["agent"] == "Codex"
+
+
+def test_a_transcript_absent_from_a_partial_clone_is_listed_not_fatal(repo):
+    oid = _git(repo, "rev-parse", f"{BRANCH}:ab/cdef012345/1/full.jsonl").strip()
+    (repo / ".git" / "objects" / oid[:2] / oid[2:]).unlink()  # as a blobless clone lacks it
+    result = load([f"entire:{repo}"])
+    assert [t.agent for t in result.traces] == ["claude-code"]
+    assert any("could not read 1 session files" in n and "ab/cdef012345/1/full.jsonl" in n for n in result.notes)
+    assert any(line.endswith("ab/cdef012345/1/full.jsonl: Entire session of Codex: its blob is absent from this "
+                             "clone (partial or shallow); git fetch it to read it") for line in result.details)
