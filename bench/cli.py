@@ -42,12 +42,20 @@ def _config(args: argparse.Namespace):
     )
 
 
+def _print_notes(notes: list[str], written: Path) -> None:
+    """The importers' notes in a few lines (bench.sources.console_notes); all of them are in ``written``."""
+    from bench.sources import console_notes
+
+    for note in console_notes(notes, written if written.exists() else None):
+        print(f"note: {note}", file=sys.stderr)
+
+
 def _run(args: argparse.Namespace) -> int:
     from bench.runner import format_fidelity, format_summary, run
+    from bench.sources import NOTES_FILE
 
     output = run(_config(args), progress=not args.quiet)
-    for note in output.notes:
-        print(f"note: {note}", file=sys.stderr)
+    _print_notes(output.notes, output.run_dir / NOTES_FILE)
     if output.skipped:
         print(f"skipped {output.skipped} bad records (--lenient)", file=sys.stderr)
     if output.errors and len(output.errors) == len(output.table):  # nothing to score, report or recommend
@@ -199,8 +207,10 @@ def _import(args: argparse.Namespace) -> int:
         print(f"{trace.id}: {trace.agent}, {len(trace.messages)} messages, {trace.n_tool_calls} tool calls, "
               f"{tokens:,} tokens, {len(trace.compactions)} recorded compactions → {path}"
               + (" (replaced the file that was there)" if replaced else ""))
-    for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
+    from bench.sources import write_notes
+
+    written = write_notes(Path(args.out), result.notes, result.details, name=".import_notes.txt")
+    _print_notes(result.notes, written or Path(args.out) / ".import_notes.txt")
     if result.skipped:
         print(f"skipped {result.skipped} bad records (--lenient)", file=sys.stderr)
     if not result.traces:
@@ -302,7 +312,8 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="replay traces through strategies and score them",
                        formatter_class=DefaultsHelp, epilog=RUN_EXAMPLES)
     r.add_argument("--traces", nargs="+", metavar="SOURCE",
-                   help="files, folders, globs, hf:owner/name or synthetic:<scenario> (default: the bench scenarios)")
+                   help="files, folders, globs, hf:owner/name, entire:REPO (sessions the Entire CLI keeps in git) "
+                        "or synthetic:<scenario> (default: the bench scenarios)")
     r.add_argument("--strategies", nargs="+", metavar="SPEC",
                    help="names, name@key=value,... or module:Class (default: every registered strategy)")
     r.add_argument("--model", default="recorded",
@@ -368,7 +379,7 @@ def parser() -> argparse.ArgumentParser:
     ls.set_defaults(fn=_list)
 
     im = sub.add_parser("import", help="convert agent session logs to the native format")
-    im.add_argument("files", nargs="+")
+    im.add_argument("files", nargs="+", help="files, folders, globs, hf:owner/name or entire:REPO")
     im.add_argument("--out", required=True)
     im.add_argument("--lenient", action="store_true")
     im.set_defaults(fn=_import)

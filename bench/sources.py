@@ -42,6 +42,9 @@ class StreamNotes:
     """Traces dropped by a filter, per filter (``format``, ``min_calls``, ``min_tokens``)."""
     kept: int = 0
     """Traces that passed the filters."""
+    details: list[str] = field(default_factory=list)
+    """Every file a folder import did not read as a trace, with the reason (``write_notes`` puts them in
+    the run's files; the console gets ``console_notes``' summary)."""
 
 
 SYNTHETIC, HF = "synthetic", "hf"
@@ -165,28 +168,64 @@ def _synthetic(scenario: str, first: int, count: int) -> Iterator[tuple[str, Tra
 
 
 def _files(source: str, lenient: bool, notes: StreamNotes) -> Iterator[tuple[str, Trace]]:
-    """A file, folder or glob read one file at a time (files in no known format inside a folder
-    are passed over and counted in the notes, as ``traces.formats.load`` does)."""
-    from traces.formats import UnknownFormatError, detect, expand, read_path
+    """A file, folder, glob or ``entire:PATH`` read one file at a time (traces.formats.read_source): files
+    in no known format inside a folder are passed over, counted in one note and each listed, with its
+    reason, in ``notes.details``."""
+    from traces.formats import Passed, detail_lines, passed_notes, read_source
 
-    in_folder = Path(source).is_dir()
-    passed_over = []
-    for path in expand([source]):
-        try:
-            fmt = detect(path)
-            result = read_path(path, lenient=lenient, fmt=fmt)
-        except UnknownFormatError:
-            if not in_folder:
-                raise
-            passed_over.append(path.name)
+    passed: list[Passed] = []
+    for item in read_source(source, lenient=lenient):
+        if isinstance(item, Passed):
+            passed.append(item)
             continue
+        fmt, result = item
         notes.skipped += result.skipped
         notes.notes += result.notes
         for trace in result.traces:
             yield fmt, trace
-    if passed_over:
-        notes.notes.append(f"{source}: passed over {len(passed_over)} files in no known format: "
-                           + ", ".join(passed_over[:10]) + (" …" if len(passed_over) > 10 else ""))
+    notes.notes += passed_notes(source, passed)
+    notes.details += detail_lines(source, passed)
+
+
+NOTES_FILE = "import_notes.txt"
+CONSOLE_NOTES = 4
+"""At most this many importer notes are printed as they are; beyond that the console gets a summary."""
+
+
+def write_notes(folder: Path, notes: list[str], details: Iterable[str] = (), name: str = NOTES_FILE) -> Path | None:
+    """Every note, and every file a folder import did not read as a trace (with why), in
+    ``folder/import_notes.txt``; None (and no file, not even an older run's) when there is nothing to say."""
+    path = folder / name
+    details = list(details)
+    if not notes and not details:
+        path.unlink(missing_ok=True)
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    text = ["# what the importers noticed"] + list(notes)
+    if details:
+        text += ["", "# files not read as traces (source: path relative to it: why)"] + details
+    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+    return path
+
+
+def console_notes(notes: list[str], written: Path | None, limit: int = CONSOLE_NOTES) -> list[str]:
+    """The few lines a console gets: every note when there are at most ``limit``; else the lines that
+    matter for the whole run (files passed over, traces filtered out), the first few others, and one
+    line counting the rest. The notes file (``write_notes``) is named whenever it holds more."""
+    where = f" (all in {written})" if written is not None else ""
+    if len(notes) <= limit:
+        return [*notes, *([f"each file not read as a trace, and why: {written}"]
+                          if written is not None and any("passed over" in n and " files " in n for n in notes)
+                          else [])]
+    key = [n for n in notes if ("passed over" in n and " files in no known format" in n)
+           or n.startswith("filtered out ")]
+    room = max(limit - len(key) - 1, 0)
+    others = [n for n in notes if n not in key]
+    shown = others[:room]
+    rest = others[room:]
+    files = {n.split(": ", 1)[0] for n in rest if ": " in n}
+    return [*key, *shown, f"{len(rest)} more notes from the importers"
+            + (f" on {len(files)} files" if files else "") + where]
 
 
 def _hf(source: str, lenient: bool, notes: StreamNotes) -> Iterator[tuple[str, Trace]]:

@@ -2,7 +2,8 @@
 
 Each importer is a module with ``NAME``, ``sniff_file(path, head) -> str | None`` (None when the
 file is in its format, otherwise the reason it is not) and ``read_file(path, *, lenient) ->
-ReadResult``. ``load`` takes files, folders, globs and ``hf:owner/name`` dataset ids.
+ReadResult``. ``load`` takes files, folders, globs, ``hf:owner/name`` dataset ids and ``entire:PATH``
+(sessions the Entire CLI keeps in git, traces.entire).
 
 Adding a format: 1. write ``traces/formats/<agent>.py`` with the three names above; 2. add it to
 ``READERS`` (order matters: the first that claims a file reads it); 3. test it on a real file
@@ -13,14 +14,15 @@ from __future__ import annotations
 
 import glob
 import importlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 
 from traces.model import Trace, TraceError
 
-__all__ = ["READERS", "ReadResult", "UnknownFormatError", "detect", "load", "read_path"]
+__all__ = ["READERS", "Passed", "ReadResult", "UnknownFormatError", "detect", "load", "read_path",
+           "read_source"]
 
 READERS: dict[str, str] = {
     "native": "traces.native",
@@ -48,6 +50,9 @@ class ReadResult:
     """Bad records skipped in lenient mode."""
     notes: list[str] = field(default_factory=list)
     """What the importer noticed (orphan results flagged, redactions filled, ...)."""
+    details: list[str] = field(default_factory=list)
+    """Every file a folder import did not read as a trace, one line each with the reason (for the run's
+    import_notes.txt, too many for a console)."""
 
 
 class UnknownFormatError(TraceError):
@@ -110,11 +115,168 @@ def expand(sources: Iterable[str]) -> list[Path]:
     return out
 
 
+@dataclass(frozen=True)
+class Passed:
+    """A file of a folder (or ``entire:``) source not read as a trace, and why."""
+
+    path: str
+    """Relative to the source folder (posix), or the blob's path on the branch."""
+    reason: str
+    kind: str = "unknown"
+    """``unknown`` (no importer claims it), ``unreadable`` (a session file that cannot be read at all),
+    ``sidecar`` (one of the Entire CLI's own files, read with its transcript: expected, not passed over)
+    or ``copy`` (an earlier checkpoint of a session whose latest one holds all of it, traces.entire)."""
+
+
+def skip_reason(path: Path) -> str:
+    """Why no importer claims ``path``, in a few words (detect's full list is one line per importer)."""
+    try:
+        head = path.read_bytes()[:HEAD_BYTES]
+    except OSError as e:
+        return f"cannot read: {e.strerror}"
+    if not head.strip():
+        return "empty file"
+    if b"\0" in head:
+        return f"binary file: no known format (tried {len(READERS)} importers)"
+    return f"no known format (tried {len(READERS)} importers)"
+
+
+def read_source(source: str, *, lenient: bool = False) -> Iterator[tuple[str, ReadResult] | Passed]:
+    """Every trace file of one source (a file, folder, glob or ``entire:PATH``) read by its importer, one
+    file at a time: ``(format, result)`` per file, ``Passed`` per file not read as a trace.
+
+    A file named directly (or by a glob) must be a trace; inside a folder, a file no importer claims (a
+    README, a manifest) is passed over. Files the Entire CLI writes beside a session file
+    (traces.entire) are read with it: its metadata gives the agent, the model and the window.
+    """
+    from traces import entire
+
+    if source.startswith(entire.PREFIX):
+        root, through_git = entire.sources_of(source)
+        if through_git:
+            for found in entire.git_sessions(root, source):
+                yield Passed(*found, kind="copy") if isinstance(found, tuple) else _read_entire(found, lenient=lenient)
+            return
+        files = expand([str(root)])
+        plan, sidecars = entire.folder_sessions(root, files)
+        if not any(found is not None for _, found in plan) and not sidecars:
+            kind = "a git repository without branch" if entire.repo_root(root) else "not a checkout of"
+            raise TraceError(f"{kind} {entire.BRANCH}: no <2hex>/<10hex>/<n>/full.jsonl in it", path=source)
+        yield from _read_folder(root, plan, sidecars, lenient=lenient, only_entire=True)
+        return
+    if not Path(source).is_dir():
+        for path in expand([source]):
+            found = entire.session_of(path)
+            if found is not None:  # a session file with Entire's metadata (or chunks) beside it
+                item = _read_entire(found, lenient=lenient)
+                if isinstance(item, Passed):  # named directly: it must be a trace
+                    detect(path)
+                yield item
+                continue
+            fmt = detect(path)
+            yield fmt, read_path(path, lenient=lenient, fmt=fmt)
+        return
+    root = Path(source)
+    plan, sidecars = entire.folder_sessions(root, expand([source]))
+    yield from _read_folder(root, plan, sidecars, lenient=lenient, only_entire=False)
+
+
+def _read_folder(root: Path, plan: list, sidecars: dict[Path, str], *, lenient: bool,
+                 only_entire: bool) -> Iterator[tuple[str, ReadResult] | Passed]:
+    for path, reason in sorted(sidecars.items()):
+        yield Passed(path.relative_to(root).as_posix(), reason,
+                     kind="copy" if reason.startswith("an earlier checkpoint") else "sidecar")
+    for path, found in plan:
+        rel = path.relative_to(root).as_posix()
+        if found is None:
+            if only_entire:
+                yield Passed(rel, "outside the Entire session folders (<2hex>/<10hex>/<n>/)")
+                continue
+            try:
+                fmt = detect(path)
+            except UnknownFormatError:
+                yield Passed(rel, skip_reason(path))
+                continue
+            yield fmt, read_path(path, lenient=lenient, fmt=fmt)
+            continue
+        yield _read_entire(found, lenient=lenient, rel=rel)
+
+
+def _read_entire(found, *, lenient: bool, rel: str | None = None) -> tuple[str, ReadResult] | Passed:
+    """One Entire session file by the importer its content selects, with the session's metadata."""
+    from traces import entire
+
+    session = found.session
+    name = rel or session.chunks[0]
+    agent = (session.metadata or {}).get("agent")
+    if found.problem:
+        return Passed(name, f"Entire session of {agent or 'an unknown agent'}: {found.problem}", "unreadable")
+    if found.data is None:
+        path = found.path
+        try:
+            fmt = detect(path)
+        except UnknownFormatError:
+            return Passed(name, f"Entire session of {agent or 'an unknown agent'}: {skip_reason(path)}")
+        result = read_path(path, lenient=lenient, fmt=fmt)
+        source = None
+    else:
+        if not found.data.strip():
+            return Passed(name, f"Entire session of {agent or 'an unknown agent'}: empty transcript")
+        tmp = entire.with_bytes(found.data, Path(session.chunks[0]).name)
+        path = Path(tmp.name) / Path(session.chunks[0]).name
+        try:
+            try:
+                fmt = detect(path)
+            except UnknownFormatError:
+                return Passed(name, f"Entire session of {agent or 'an unknown agent'}: "
+                                    f"{skip_reason(path)}")
+            result = read_path(path, lenient=lenient, fmt=fmt)
+        except TraceError as e:
+            raise type(e)(str(e).replace(str(path), found.where)) from None
+        finally:
+            tmp.cleanup()
+        result.notes = [n.replace(str(path), found.where) for n in result.notes]
+        source = found.where
+    result.traces = [entire.annotate(t, session, source=source) for t in result.traces]
+    for t in result.traces:
+        note = entire.agent_note(t, session, found.where)
+        if note:
+            result.notes.append(note)
+    return fmt, result
+
+
+def passed_notes(source: str, passed: list[Passed]) -> list[str]:
+    """``SOURCE: passed over 2 files in no known format: README.md, x.bin``, and a line each for session
+    files that could not be read and for earlier checkpoints left out; Entire's own files are read, not
+    passed over, and are only listed in ``details``."""
+    def some(paths: list[str]) -> str:
+        return ", ".join(paths[:10]) + (" …" if len(paths) > 10 else "")
+
+    notes = []
+    unknown = [p.path for p in passed if p.kind == "unknown"]
+    if unknown:
+        notes.append(f"{source}: passed over {len(unknown)} files in no known format: {some(unknown)}")
+    unreadable = [p for p in passed if p.kind == "unreadable"]
+    if unreadable:
+        notes.append(f"{source}: could not read {len(unreadable)} session files ({unreadable[0].reason}): "
+                     + some([p.path for p in unreadable]))
+    copies = [p for p in passed if p.kind == "copy"]
+    if copies:
+        notes.append(f"{source}: left out {len(copies)} earlier checkpoints of sessions, each a prefix of the "
+                     "session's latest checkpoint (Entire stores the whole session at each one)")
+    return notes
+
+
+def detail_lines(source: str, passed: list[Passed]) -> list[str]:
+    """One line per file not read as a trace: ``SOURCE: relative/path: reason``."""
+    return [f"{source}: {p.path}: {p.reason}" for p in passed]
+
+
 def load(sources: Iterable[str], *, lenient: bool = False) -> ReadResult:
     """Every trace in the sources; ``hf:owner/name`` goes to the datasets loader.
 
     A file named directly (or by a glob) must be a trace; inside a folder, files no importer
-    claims (a README, a manifest) are passed over and listed in the notes.
+    claims (a README, a manifest) are passed over, counted in the notes and listed in ``details``.
     """
     result = ReadResult([])
     for source in sources:
@@ -124,18 +286,14 @@ def load(sources: Iterable[str], *, lenient: bool = False) -> ReadResult:
             dataset, options = hf.parse_source(source)
             _merge(result, hf.load(dataset, lenient=lenient, **options))
             continue
-        in_folder = Path(source).is_dir()
-        passed_over = []
-        for path in expand([source]):
-            try:
-                _merge(result, read_path(path, lenient=lenient))
-            except UnknownFormatError:
-                if not in_folder:
-                    raise
-                passed_over.append(path.name)
-        if passed_over:
-            result.notes.append(f"{source}: passed over {len(passed_over)} files in no known format: "
-                                + ", ".join(passed_over[:10]) + (" …" if len(passed_over) > 10 else ""))
+        passed: list[Passed] = []
+        for item in read_source(source, lenient=lenient):
+            if isinstance(item, Passed):
+                passed.append(item)
+            else:
+                _merge(result, item[1])
+        result.notes += passed_notes(source, passed)
+        result.details += detail_lines(source, passed)
     result.traces, renamed = unique_ids(result.traces)
     result.notes += renamed
     return result
@@ -173,3 +331,4 @@ def _merge(into: ReadResult, part: ReadResult) -> None:
     into.traces += part.traces
     into.skipped += part.skipped
     into.notes += part.notes
+    into.details += part.details
