@@ -14,6 +14,7 @@ def _config(args: argparse.Namespace):
     from bench.runner import RunConfig
 
     return RunConfig(
+        objective=getattr(args, "objective", None),
         traces=tuple(args.traces or ()),
         strategies=tuple(s for group in (args.strategies or ()) for s in group.split()),
         model=args.model,
@@ -82,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"stopped: {output.stopped}", file=sys.stderr)
     from bench.verdict import decide
 
-    verdict = decide(output.table, args.objective, weight=args.weight)
+    verdict = decide(output.table, args.objective, weight=args.weight, summarizer=args.summarizer)
     print(f"\nverdict: {verdict.sentence}")
     if not args.no_report:
         try:
@@ -271,8 +272,9 @@ RUN_EXAMPLES = """examples:
 """
 OBJECTIVE_HELP = ("what to recommend (verdict.json, the report's first sentence): a goal min-cost | max-retention "
                   "| min-<metric> | max-<metric> and constraints such as overflows=0, retention>=0.75, "
-                  "retention>=none-0.05, cost<=1.5 (per trace), comma-separated; overflows=0 is implied unless "
-                  "given (default: %(default)s = overflows=0,retention>=none-0.05,min-cost)")
+                  "retention>=none-0.05, retention>=best (not significantly below the best, paired bootstrap), "
+                  "cost<=1.5 (per trace), comma-separated; overflows=0 is implied unless given; checked before "
+                  "any replay (default: %(default)s = overflows=0,retention>=best,min-cost)")
 
 
 def _show(args: argparse.Namespace) -> int:

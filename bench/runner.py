@@ -106,6 +106,9 @@ class RunConfig:
     """Keep only traces read by these importers (``aider``, ``claude-code``, ..., ``synthetic``); empty: all."""
     weight: str = "equal"
     """Per-trace weight of the aggregate means, the verdict and the paired statistics (bench.verdict.WEIGHTS)."""
+    objective: str | None = None
+    """``--objective``: only checked before any replay (a typo fails in a second, not after the run); the
+    verdict is decided from the results (bench.verdict.decide)."""
 
     @property
     def run_dir(self) -> Path:
@@ -391,9 +394,10 @@ def check(config: RunConfig) -> list[strategies.StrategySpec]:
         raise ValueError(f"--max-cost must not be negative, not {config.max_cost}")
     sources.parse_shard(config.shard)
     trace_filter(config)
-    from bench.verdict import check_weight
+    from bench.verdict import check_objective, check_weight
 
     check_weight(config.weight)
+    check_objective(config.objective)
     specs = strategy_specs(config)
     from bench.summarizers import build as build_summarizer
 

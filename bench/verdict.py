@@ -3,8 +3,14 @@
 A pure function of the results DataFrame (one row per trace × strategy, bench.metrics.results_table),
 so it survives any change to how runs are stored. The user states what matters as an *objective*:
 a goal (``min-cost`` or ``max-retention``, or ``min-<metric>`` / ``max-<metric>``) and constraints
-(``overflows=0``, ``retention>=0.75``, ``retention>=none-0.05``, ``cost<=1.5``). The default is the
-cheapest strategy with zero overflows whose needle retention is within 5 points of ``none``.
+(``overflows=0``, ``retention>=0.75``, ``retention>=none-0.05``, ``retention>=best``, ``cost<=1.5``).
+The default is the cheapest strategy that never overflows and whose needle retention is not
+significantly below the best retention among the strategies that never overflow (``retention>=best``:
+a paired bootstrap over the traces, 95%, weighted as ``--weight`` says). A baseline that overflows is
+no reference: ``none`` overflows on exactly the sessions that need compacting, so "within 5 points of
+none" could never be met there by anything that compacts. When no strategy acted at all (nothing
+compacted, pruned or masked: every one ties with ``none``), the verdict says that no compaction is
+needed, not "Ship X"; when nothing qualifies it says why and what would change it.
 
 Aggregation, stated once: every metric is the mean over traces with equal weight per trace (the
 default; ``--weight calls`` or ``tokens`` weighs each trace by its agent calls or its size in
@@ -32,7 +38,10 @@ import pandas as pd
 from bench import stats
 
 BASELINE = "none"
-DEFAULT_OBJECTIVE = "overflows=0,retention>=none-0.05,min-cost"
+DEFAULT_OBJECTIVE = "overflows=0,retention>=best,min-cost"
+REFERENCES = (BASELINE, "best")
+"""What a relative constraint is measured from: ``none``'s value (``retention>=none-0.05``), or the best
+value among the strategies every other constraint admits, by a paired test (``retention>=best``)."""
 COUNTED = ("overflows", "compactions", "events", "prefix_breaks", "unseen_references", "hidden_overflows")
 """Metrics summed over traces (counts); every other metric is the mean per trace."""
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -96,17 +105,24 @@ class Constraint:
     op: str
     value: float
     relative: bool = False
-    """True when ``value`` is an offset from ``none``'s value (``retention>=none-0.05``)."""
+    """True when ``value`` is an offset from a reference's value (``retention>=none-0.05``)."""
+    reference: str = BASELINE
+    """``none`` or ``best`` (not significantly below the best the other constraints admit)."""
 
     def text(self) -> str:
         if self.relative:
-            return f"{self.metric}{self.op}none{self.value:+g}" if self.value else f"{self.metric}{self.op}none"
+            return f"{self.metric}{self.op}{self.reference}{self.value:+g}" if self.value else \
+                f"{self.metric}{self.op}{self.reference}"
         return f"{self.metric}{self.op}{self.value:g}"
 
     def describe(self) -> str:
         """Plain words for the verdict sentence."""
         if self.metric == "overflows" and self.op in ("=", "==") and self.value == 0:
             return "zero overflows"
+        if self.reference == "best":
+            what = "needle retention" if self.metric == "retention" else self.metric
+            return f"{what} not significantly {'below' if self.op.startswith('>') else 'above'} the best of " \
+                   "those (paired bootstrap, 95%)"
         if self.relative and self.metric == "retention" and self.op == ">=":
             return f"needle retention within {abs(self.value) * 100:g} points of none" if self.value else \
                 "needle retention at least none's"
@@ -145,8 +161,9 @@ def parse_objective(text: str | None) -> Objective:
             raise ObjectiveError(f"objective {raw!r}: {item!r} is neither a goal (min-cost, max-retention) "
                                  "nor a constraint such as overflows=0, retention>=0.75 or retention>=none-0.05")
         metric, op, value = m.groups()
-        relative = value.startswith(BASELINE)
-        number = value.removeprefix(BASELINE).replace("$", "").replace(" ", "") if relative else \
+        reference = next((r for r in REFERENCES if value.startswith(r)), BASELINE)
+        relative = value.startswith(reference)
+        number = value.removeprefix(reference).replace("$", "").replace(" ", "") if relative else \
             value.replace("$", "").replace(" ", "")
         scale = 0.01 if number.endswith("%") else 1.0
         try:
@@ -154,10 +171,27 @@ def parse_objective(text: str | None) -> Objective:
         except ValueError:
             raise ObjectiveError(f"objective {raw!r}: {value!r} in {item!r} is not a number "
                                  "(or none, none-0.05, 75%)") from None
-        constraints.append(Constraint(metric, op, offset, relative))
+        if reference == "best" and (offset or op not in (">=", "<=")):
+            raise ObjectiveError(f"objective {raw!r}: {item!r}: a best-relative constraint is {metric}>=best "
+                                 f"or {metric}<=best (not significantly worse than the best), without an offset")
+        constraints.append(Constraint(metric, op, offset, relative, reference))
     if not any(c.metric == "overflows" for c in constraints):
         constraints.insert(0, Constraint("overflows", "=", 0.0))
     return Objective(goal, maximize, tuple(constraints), raw)
+
+
+def check_objective(text: str | None) -> Objective:
+    """``--objective`` parsed, and every metric it names one a run can measure (bench.metrics.METRICS):
+    refused before any replay, not after it."""
+    from bench.metrics import METRICS
+
+    obj = parse_objective(text)
+    known = {m.name for m in METRICS}
+    for name in (obj.goal, *(c.metric for c in obj.constraints)):
+        if name not in known:
+            raise ObjectiveError(f"objective {obj.text!r}: no metric {name!r}; a run measures "
+                                 f"{', '.join(sorted(known))}")
+    return obj
 
 
 FRACTIONS = ("retention", "compaction_retention", "llm_recall", "saving_vs_none", "cache_hit_rate")
@@ -271,7 +305,7 @@ class Verdict:
         data = {"sentence": self.sentence, "objective": self.objective, "goal": self.goal,
                 "weighting": self.weighting, "ship": self.ship(), "runner_up": self.runner_up,
                 "binding_constraints": list(self.binding), "comparison": self.comparison,
-                "notes": list(self.notes),
+                "notes": list(self.notes), "extra": self.extra,
                 "candidates": [{**asdict(c), "values": {k: (None if not np.isfinite(v) else v)
                                                         for k, v in c.values.items()},
                                 "goal_value": None if not np.isfinite(c.goal_value) else c.goal_value}
@@ -300,7 +334,7 @@ def _check(c: Constraint, value: float, base: float | None) -> str | None:
 
 
 def decide(results: pd.DataFrame, objective: str | Objective | None = None, *, resamples: int = stats.DEFAULT_B,
-           seed: int = 0, weight: str | None = "equal") -> Verdict:
+           seed: int = 0, weight: str | None = "equal", summarizer: str | None = None) -> Verdict:
     """The recommended strategy under ``objective``, why, and the runner-up with a paired bootstrap
     (means and the bootstrap weighted per trace by ``weight``)."""
     obj = objective if isinstance(objective, Objective) else parse_objective(objective)
@@ -313,28 +347,47 @@ def decide(results: pd.DataFrame, objective: str | Objective | None = None, *, r
             raise ObjectiveError(f"objective {obj.text!r}: the run has no metric {name!r}; "
                                  f"it has {', '.join(c for c in agg.columns if c not in ('strategy',))}")
     base_row = agg[agg.strategy == BASELINE]
+    base_overflows = float(base_row.overflows.iloc[0]) if len(base_row) and "overflows" in base_row else 0.0
     constraints = []
     for c in obj.constraints:
         if c.metric not in agg:
             notes.append(f"{c.text()} not applied: this run measured no {c.metric}")
             continue
+        if c.reference == "best":
+            if not agg[c.metric].notna().any():
+                notes.append(f"{c.text()} not applied: this run measured no {c.metric}")
+                continue
+            constraints.append((c, None))
+            continue
         base = float(base_row[c.metric].iloc[0]) if c.relative and len(base_row) else None
         if c.relative and (base is None or not np.isfinite(base)):
             notes.append(f"{c.text()} not applied: this run has no {c.metric} for none")
+            continue
+        if c.relative and base_overflows > 0:  # an overflowing baseline is no reference (its calls were refused)
+            notes.append(f"{c.text()} not applied: none overflowed {base_overflows:,.0f} calls, so it is no "
+                         "reference")
             continue
         if not c.relative and not agg[c.metric].notna().any():
             notes.append(f"{c.text()} not applied: this run measured no {c.metric}")
             continue
         constraints.append((c, base))
-    candidates = []
+    reasons_of: dict[str, list[str]] = {}
     for _, r in agg.iterrows():
         reasons = [f"harness error on {int(r.errors)} trace{'s' * (r.errors != 1)}"] if r.errors else []
         if not r.traces:  # every task errored: there is nothing to hold against the constraints
             reasons = reasons or ["no finished task"]
         else:
-            reasons += [why for c, base in constraints if (why := _check(c, float(r[c.metric]), base))]
+            reasons += [why for c, base in constraints
+                        if c.reference != "best" and (why := _check(c, float(r[c.metric]), base))]
+        reasons_of[str(r.strategy)] = reasons
+    for c, _ in constraints:  # the best of what the other constraints admit, and what is not worse by a paired test
+        if c.reference == "best":
+            _against_best(c, agg, results, reasons_of, resamples=resamples, seed=seed, weight=weight, notes=notes)
+    candidates = []
+    for _, r in agg.iterrows():
+        reasons = reasons_of[str(r.strategy)]
         goal = float(r[obj.goal]) if np.isfinite(r[obj.goal]) else math.nan
-        candidates.append(Candidate(str(r.strategy), not reasons and np.isfinite(goal), goal,
+        candidates.append(Candidate(str(r.strategy), bool(not reasons and np.isfinite(goal)), goal,
                                     tuple(reasons or ([] if np.isfinite(goal) else [f"no {obj.goal} measured"])),
                                     {k: float(r[k]) for k in ("cost", "retention", "overflows", "saving_vs_none")
                                      if k in r and pd.notna(r[k])}))
@@ -348,11 +401,21 @@ def decide(results: pd.DataFrame, objective: str | Objective | None = None, *, r
     words = " and ".join(c.describe() for c, _ in constraints) or "no constraint"
     goal_words = "cheapest strategy" if obj.goal == "cost" and not obj.maximize else \
         f"strategy with the {'highest' if obj.maximize else 'lowest'} {obj.goal}"
+    measured = _retention_measures(summarizer)
+    if measured and any(c.metric in ("retention", "compaction_retention") for c, _ in constraints):
+        notes.append(f"retention measures what survives {measured}; it is not a real model's summary quality")
+    if _nothing_acted(agg):
+        sentence = (f"No compaction is needed on these sessions: none of the {len(agg)} strategies compacted, "
+                    "pruned or masked anything (every one ties with none, with no overflow). Ship nothing, or "
+                    "run longer sessions to choose one.")
+        return Verdict(obj.text, obj.goal_text, None, None, sentence, (), None, tuple(candidates), tuple(notes),
+                       weighting, {"no_compaction_needed": True})
     if not feasible:
         closest = min(ordered, key=lambda c: (len(c.reasons), *rank(c)), default=None)
         sentence = f"No strategy meets the objective ({words})."
         if closest is not None:
             sentence += f" Closest: {closest.strategy} ({'; '.join(closest.reasons)})."
+        sentence += _what_would_change(results, candidates)
         return Verdict(obj.text, obj.goal_text, None, None, sentence, (), None, tuple(candidates), tuple(notes),
                        weighting)
     best = feasible[0]
@@ -385,6 +448,67 @@ def decide(results: pd.DataFrame, objective: str | Objective | None = None, *, r
         sentence += ". No runner-up: nothing else meets the objective."
     return Verdict(obj.text, obj.goal_text, best.strategy, runner.strategy if runner else None, sentence,
                    binding, comparison, tuple(candidates), tuple(notes), weighting)
+
+
+def _against_best(c: Constraint, agg: pd.DataFrame, results: pd.DataFrame, reasons_of: dict[str, list[str]], *,
+                  resamples: int, seed: int, weight: str | None, notes: list[str]) -> None:
+    """``retention>=best``: among the strategies no other constraint excluded, the one with the best
+    value is the reference; each other one is excluded when a paired bootstrap over the traces both
+    finished says it is significantly worse (95%), and kept when the difference is within noise."""
+    values = agg.set_index("strategy")[c.metric]
+    admitted = [s for s, why in reasons_of.items() if not why and np.isfinite(values.get(s, math.nan))]
+    if not admitted:
+        notes.append(f"{c.text()} not applied: no strategy met the other constraints")
+        return
+    higher = c.op.startswith(">")
+    best = max(admitted, key=lambda s: (values[s] if higher else -values[s], s == BASELINE))
+    for s in admitted:
+        if s == best:
+            continue
+        p = paired(results, best, s, c.metric, resamples=resamples, seed=seed, weight=weight)
+        if p.significant and (p.mean_diff < 0 if higher else p.mean_diff > 0):
+            fmt = _signed(c.metric)
+            reasons_of[s].append(f"{c.metric} {_fmt(c.metric, values[s])}, significantly "
+                                 f"{'below' if higher else 'above'} {best}'s {_fmt(c.metric, values[best])} "
+                                 f"({fmt(p.mean_diff)}, 95% CI {fmt(p.ci_low)} … {fmt(p.ci_high)})")
+
+
+def _nothing_acted(agg: pd.DataFrame) -> bool:
+    """No strategy changed anything: no event of any kind and no overflow in any finished task, so
+    every strategy sent what ``none`` sent."""
+    done = agg[agg.traces > 0]
+    if done.empty or "events" not in done or len(done) < 2:
+        return False
+    overflows = done.overflows if "overflows" in done else pd.Series(0, index=done.index)
+    return bool((done.events.fillna(0) == 0).all() and (overflows.fillna(0) == 0).all())
+
+
+def _what_would_change(results: pd.DataFrame, candidates: Sequence[Candidate]) -> str:
+    """What would let a strategy qualify, when nothing does: when every strategy overflowed, the window
+    these sessions need (the smallest peak any strategy reached)."""
+    if candidates and all(c.values.get("overflows", 0) > 0 for c in candidates if c.values) \
+            and "peak_context" in results:
+        ok = results[results.get("error", pd.Series("", index=results.index)).fillna("").astype(str) == ""]
+        peaks = pd.to_numeric(ok.peak_context, errors="coerce").groupby(ok.strategy).max().dropna()
+        if len(peaks):
+            return (f" Every strategy overflows: these sessions need a window larger than {peaks.min():,.0f} tokens "
+                    f"(the smallest peak any strategy reached, {peaks.idxmin()}'s), or a strategy that compacts "
+                    "sooner.")
+    return ""
+
+
+RETENTION_SOURCES = {
+    "extractive": "the extractive stand-in summarizer (offline, deterministic, written to each agent's template "
+                  "and its recorded summary size)",
+    "recorded": "the summaries the sessions recorded",
+}
+
+
+def _retention_measures(summarizer: str | None) -> str:
+    """Which summaries a retention figure went through (a stand-in's quality is not a strategy's)."""
+    if not summarizer:
+        return ""
+    return RETENTION_SOURCES.get(summarizer, f"a real model's summaries ({summarizer})")
 
 
 def _binding(better: Sequence[Candidate], constraints: Sequence[tuple[Constraint, float | None]]) -> tuple[str, ...]:

@@ -103,7 +103,7 @@ def run(traces: Iterable[str] | str = (), strategies: Iterable[Any] | str = (), 
                               strategies=tuple(s for s, _ in specs), **options)
     with contextlib.nullcontext() if config.executor == "local" else _script_hidden_from_workers():
         output = runner.run(config, progress=progress)
-    verdict = bv.decide(output.table, objective, weight=config.weight)
+    verdict = bv.decide(output.table, objective, weight=config.weight, summarizer=config.summarizer)
     if report:
         from reports import render
 

@@ -339,7 +339,8 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
     rows = tables.trace_rows(run.results, run.calls)
     totals = scoring.weighted_totals(tables.strategy_totals(rows, run.calls), rows, scoring.weight(run.info))
     order = totals.strategy.tolist()
-    verdict = bv.decide(rows, objective, resamples=scoring.resamples(run.info), weight=scoring.weight(run.info))
+    verdict = bv.decide(rows, objective, resamples=scoring.resamples(run.info), weight=scoring.weight(run.info),
+                        summarizer=(run.info.get("config") or {}).get("summarizer"))
     decision.write(run_dir, verdict)
     s = score(run, rows, totals)
     figures = _charts(run, run_dir, rows, totals, s, trace, sawtooth, verdict.recommended)

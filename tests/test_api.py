@@ -34,7 +34,9 @@ def test_a_script_without_main_guard_runs_with_a_worker_pool(tmp_path: Path) -> 
     """)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ROWS 2" in done.stdout and "VERDICT " in done.stdout
-    assert json.loads((tmp_path / "out" / "api" / "verdict.json").read_text())["ship"] is not None
+    verdict = json.loads((tmp_path / "out" / "api" / "verdict.json").read_text())
+    # synthetic:short never fills the window: no strategy acts, and the verdict says no compaction is needed
+    assert verdict["ship"] is None and verdict["extra"]["no_compaction_needed"]
 
 
 @pytest.mark.slow

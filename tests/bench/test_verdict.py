@@ -25,8 +25,12 @@ def table(rows=ROWS, traces: int = 6) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def test_default_objective_picks_the_constrained_optimum_and_names_the_binding_constraint() -> None:
-    v = bv.decide(table())
+NONE_RELATIVE = "overflows=0,retention>=none-0.05,min-cost"
+"""The default before the best-relative one: still a valid objective when none never overflows."""
+
+
+def test_a_none_relative_objective_picks_the_constrained_optimum_and_names_the_binding_constraint() -> None:
+    v = bv.decide(table(), NONE_RELATIVE)
     # cheap is cheapest but retains 90% < 100% − 5 points; codex@0.5 overflowed; codex@0.7 is next cheapest.
     assert v.recommended == "codex@limit_fraction=0.7"
     assert v.binding[0] == "needle retention within 5 points of none"
@@ -61,7 +65,7 @@ def test_max_retention_and_absolute_constraints() -> None:
 
 def test_not_significant_runner_up_is_said_so() -> None:
     rows = [("none", 1.0, 1.0, 0), ("a", 0.70, 0.99, 0), ("b", 0.70, 0.99, 0)]
-    v = bv.decide(table(rows))
+    v = bv.decide(table(rows), NONE_RELATIVE)
     assert v.recommended in ("a", "b") and not v.comparison["significant"]
     assert "not significant" in v.sentence
 
@@ -98,10 +102,11 @@ def test_sweep_parameters_become_columns() -> None:
 
 
 def test_verdict_json_round_trips() -> None:
-    data = json.loads(bv.decide(table()).to_json())
+    data = json.loads(bv.decide(table(), NONE_RELATIVE).to_json())
     assert data["ship"]["spec"] == "codex@limit_fraction=0.7"
     assert data["weighting"].startswith("equal weight per trace")
     assert len(data["candidates"]) == 5
+    assert {type(c["feasible"]) for c in data["candidates"]} == {bool}  # never the string "True"
 
 
 def test_feasible_mask_excludes_overflows() -> None:
@@ -139,7 +144,7 @@ def test_weighting_changes_the_means_and_the_recommendation_as_computed_by_hand(
     assert tokens.overflows["A"] == equal.overflows["A"] == 0  # counts stay totals
 
     # equal: A's 96% is within 5 points of none, B's 92% is not; by tokens it is the other way round
-    v_equal, v_tokens = bv.decide(results), bv.decide(results, weight="tokens")
+    v_equal, v_tokens = bv.decide(results, NONE_RELATIVE), bv.decide(results, NONE_RELATIVE, weight="tokens")
     assert v_equal.recommended == "A" and v_tokens.recommended == "B"
     assert v_equal.weighting.startswith("equal weight per trace")
     assert v_tokens.weighting.startswith("each trace weighted by its size in tokens")
@@ -171,3 +176,77 @@ def test_the_report_tables_follow_the_run_weight() -> None:
     assert weighted.retention["B"] == pytest.approx((2 * 0.85 + 200 * 0.99) / 202)
     assert weighted.cost["B"] == 2.0  # sums and other columns untouched
     assert scoring.weighted_totals(totals, results, "equal") is totals
+
+
+# --- the default objective: the cheapest that never overflows and retains not significantly less than the best ----
+
+def _noisy(rows: list[tuple[str, float, float, float, int]], traces: int = 12, seed: int = 1) -> pd.DataFrame:
+    """(strategy, cost factor, mean retention, retention spread, overflows on t0) over ``traces`` traces,
+    with per-trace noise so the paired test has something to resample."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in range(traces):
+        shared = rng.normal(0, 0.05)  # a hard trace is hard for everyone: the pairing removes it
+        for s, factor, retention, spread, overflows in rows:
+            out.append({"trace": f"t{t}", "strategy": s, "cost": (1 + t * 0.5) * factor,
+                        "retention": float(np.clip(retention + shared + rng.normal(0, spread), 0, 1)),
+                        "overflows": overflows if t == 0 else 0, "compactions": 0 if s == "none" else 1,
+                        "events": 0 if s == "none" else 2, "peak_context": 150_000 + 1_000 * t,
+                        "error": "", "failed": ""})
+    return pd.DataFrame(out)
+
+
+def test_an_overflowing_none_is_no_reference() -> None:
+    """none overflows (it always does where compaction is needed): the default still decides, and a
+    none-relative objective lapses with a note instead of excluding every strategy."""
+    rows = [("none", 1.0, 1.0, 0.0, 40), ("keeps", 0.6, 0.80, 0.01, 0), ("cheap", 0.4, 0.79, 0.06, 0)]
+    v = bv.decide(_noisy(rows))
+    assert v.recommended == "cheap", v.sentence  # 0.79 vs 0.80: within noise of the best that never overflowed
+    assert "none" in v.excluded and v.excluded["none"][0].startswith("overflowed 40 calls")
+    old = bv.decide(_noisy(rows), "overflows=0,retention>=none-0.05,min-cost")
+    assert any("none overflowed 40 calls, so it is no reference" in n for n in old.notes)
+    assert old.recommended == "cheap"
+
+
+def test_a_significant_retention_loss_excludes_and_a_non_significant_one_does_not() -> None:
+    rows = [("none", 1.0, 0.95, 0.0, 0), ("keeps", 0.7, 0.94, 0.01, 0), ("forgets", 0.5, 0.70, 0.01, 0),
+            ("noisy", 0.6, 0.93, 0.08, 0)]
+    v = bv.decide(_noisy(rows))
+    assert "significantly below none's" in v.excluded["forgets"][0]
+    assert "noisy" not in v.excluded  # 2 points lower on average, but within its noise: not significant
+    assert v.recommended == "noisy"
+    assert "not significantly below the best of those (paired bootstrap, 95%)" in v.sentence
+
+
+def test_when_no_strategy_acts_no_compaction_is_needed() -> None:
+    rows = [("none", 1.0, 1.0, 0.0, 0), ("a", 1.0, 1.0, 0.0, 0), ("b", 1.0, 1.0, 0.0, 0)]
+    results = _noisy(rows).assign(events=0, compactions=0)
+    v = bv.decide(results)
+    assert v.recommended is None and v.extra["no_compaction_needed"]
+    assert v.sentence.startswith("No compaction is needed on these sessions") and "Ship" not in v.sentence.split(".")[0]
+
+
+def test_when_everything_overflows_the_verdict_says_which_window_is_needed() -> None:
+    rows = [("none", 1.0, 1.0, 0.0, 40), ("a", 0.7, 0.9, 0.01, 3)]
+    v = bv.decide(_noisy(rows))
+    assert v.recommended is None and v.sentence.startswith("No strategy meets the objective")
+    assert "Every strategy overflows: these sessions need a window larger than 161,000 tokens" in v.sentence
+
+
+def test_the_verdict_says_what_its_retention_measures() -> None:
+    rows = [("none", 1.0, 1.0, 0.0, 40), ("a", 0.7, 0.9, 0.01, 0)]
+    v = bv.decide(_noisy(rows), summarizer="extractive")
+    assert any("the extractive stand-in summarizer" in n and "not a real model's" in n for n in v.notes)
+    assert any("the summaries the sessions recorded" in n for n in bv.decide(_noisy(rows), summarizer="recorded").notes)
+    with pytest.raises(bv.ObjectiveError, match="without an offset"):
+        bv.parse_objective("retention>=best-0.05")
+
+
+def test_a_bad_objective_is_refused_before_any_replay(tmp_path) -> None:
+    """`--objective min-costs` used to replay everything and then fail."""
+    from bench.cli import main
+
+    args = ["run", "--traces", "synthetic:short", "--strategies", "none", "--objective", "min-costs",
+            "--out", str(tmp_path), "--quiet"]
+    assert main(args) == 2
+    assert not (tmp_path / "run").exists()  # nothing was replayed or stored

@@ -184,12 +184,13 @@ def test_the_verdict_opens_the_page_and_is_written_to_verdict_json(rendered: Pat
     page = rendered.read_text()
     findings = page.split('<section id="findings">')[1]
     assert findings.lstrip().startswith('<p class="verdict"')
-    # none overflowed, llm and mask retain far less than none's 100% − 5 points: nothing qualifies.
-    assert "No strategy meets the objective (zero overflows and needle retention within 5 points of none)" in page
+    # none overflowed, so it is no reference; of those that never overflowed, llm is the cheapest whose
+    # retention is not significantly below the best (mask keeps 25% to its 75%; broken errored).
+    assert "Ship llm: the cheapest strategy with zero overflows and needle retention not significantly below" in page
     data = json.loads((rendered.parent / "verdict.json").read_text())
-    assert data["ship"] is None
+    assert data["ship"]["spec"] == "llm"
     assert {c["strategy"]: c["feasible"] for c in data["candidates"]} == {
-        "none": False, "llm": False, "mask": False, "broken": False}
+        "none": False, "llm": True, "mask": False, "broken": False}
 
 
 def test_an_objective_changes_the_verdict(tmp_path: Path) -> None:
