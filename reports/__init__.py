@@ -331,8 +331,8 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
 
     ``trace`` picks the trace of the context-over-calls chart (default: where compaction was busiest)
     and ``sawtooth`` its strategies (default: ``none`` and the five cheapest on that trace).
-    ``objective`` is ``bench.verdict``'s (default: the cheapest with zero overflows and retention
-    within 5 points of ``none``); ``self_contained`` embeds the PNGs in the page (one file to mail).
+    ``objective`` is ``bench.verdict``'s (default: the cheapest that never overflows with retention
+    not significantly below the best of those); ``self_contained`` embeds the PNGs in the page (one file to mail).
     """
     run_dir = Path(run_dir)
     run = load(run_dir)
