@@ -117,9 +117,14 @@ class Codex(Strategy):
     keeps whatever assistant messages the server returns (compact_remote.rs
     ``should_keep_compacted_history_item``); the recorded ``replacement_history`` of 0.104 and 0.119
     holds them, that of 0.125 and 0.142 none (a server-side change, dated here by the versions)."""
-    remote_item_tokens: int | None = 2_352
+    pre_turn_check: bool = True
+    """The check before a turn runs before the turn's input is recorded (session/turn.rs
+    ``run_turn``: ``run_pre_sampling_compact`` first), so that input is neither counted nor
+    compacted and comes after the new history. False (``codex:2025``): the input is recorded first
+    and counted with the rest (the 2025 task loop checked after recording it)."""
+    remote_item_tokens: int | None = 2_353
     """At most this many tokens are asked of the summary that stands in for the server's encrypted
-    compaction item (None: the summarizer's own size). 2,352 = Codex's own estimate of such an item,
+    compaction item (None: the summarizer's own size). 2,353 = Codex's own estimate of such an item,
     (3/4 × length − 650) / 4 (history.rs ``estimate_item_token_count``), for the only one whose
     length a rollout records (0.104: 13,412 characters); the Entire CLI copies keep no length.
     One sample: low confidence."""
@@ -185,7 +190,7 @@ class Codex(Strategy):
         last = last_assistant_index(msgs)  # walks back over the current step only
         if last < 0:
             return ctx.estimate
-        end = checked_end(msgs, last)
+        end = checked_end(msgs, last) if self.pre_turn_check else len(msgs)
         count = usage.prompt_tokens + usage.output_tokens + sum(ctx.est(m) for m in msgs[last + 1:end])
         if self.count_old_reasoning:
             count += self.old_reasoning(msgs[:end])
@@ -249,7 +254,7 @@ class Codex(Strategy):
         if self.engine == "remote":
             return self.remote_compact(ctx, session)
         system, held = ctx.messages[0], ctx.messages[1:]
-        cut = new_turn_input(held)
+        cut = new_turn_input(held) if self.pre_turn_check else len(held)
         history, pending = held[:cut], held[cut:]  # a pre-turn compaction: the new input comes after
         if not history:
             return None
@@ -301,7 +306,7 @@ class Codex(Strategy):
         standing in for the encrypted item (our prompt; the server's is not public).
         """
         system, held = ctx.messages[0], ctx.messages[1:]
-        cut = new_turn_input(held)
+        cut = new_turn_input(held) if self.pre_turn_check else len(held)
         history, pending = held[:cut], held[cut:]  # a pre-turn compaction: the new input comes after
         if not history:
             return None
