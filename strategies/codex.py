@@ -66,32 +66,39 @@ class Codex(Strategy):
     core/templates/compact/summary_prefix.md @50a53333, protocol/src/openai_models.rs
     (auto_compact_token_limit: 90% of the window), core/models.json @21dac7d7 (truncation_policy).
 
-    Trigger: last response's total tokens + bytes/4 of the items since ≥ the limit (90% of the
-    window; ``codex:2025`` = the flat 256,000 of mid-2025). Rebuilt (late 2025): system (the
-    initial context), the newest user messages within 20,000 tokens (the walk stops at the first
-    that does not fit, middle-truncated), then one user message ``SUMMARY_PREFIX + "\n" +
-    summary``. A compaction request over the window drops its oldest item (with its pair) and
-    retries.
+    Trigger (0.63+; context_manager/history.rs @023fad268e08c252b94e4a95cb3c7f2f08c2a972
+    ``get_total_token_usage``): last response's total tokens + bytes/4 of the items recorded after
+    the last model item + Codex's estimate of the encrypted reasoning before the last user turn
+    (``total``) ≥ 90% of the *raw* window (``raw_window``: a recorded ``model_context_window`` is
+    raw × 95%; ``codex:2025`` = the flat 256,000 of mid-2025, without the reasoning term of PR
+    #7113). Checked once before each call, as Codex does: before a turn (``run_pre_sampling_compact``,
+    before the turn's input is recorded) and after each sampling request that needs a follow-up
+    (session/turn.rs ``run_turn``: ``token_limit_reached && needs_follow_up``). Rebuilt (late
+    2025): system (the initial context), the newest user messages within 20,000 tokens (the walk
+    stops at the first that does not fit, middle-truncated), then one user message
+    ``SUMMARY_PREFIX + "\n" + summary``; a pre-turn compaction puts the new turn's input after it.
+    A compaction request over the window drops its oldest item (with its pair) and retries.
 
-    Deviations: the compaction prompt is ours (same bullets); pre-turn and mid-turn check
-    points are both the pre-call check; remote compaction is ``engine="remote"`` (``codex:remote``,
-    ``codex:0.140-remote``; see ``remote_compact``); not modelled: the 2026 local
-    ``InitialContextInjection`` placement, ghost snapshots, the 95% cap (below
-    the 90% limit anyway), and the 2025 "memento" summary prompt (``codex:2025`` uses today's).
-    ``codex:2025`` is the Sept–Oct 2025 generation: the flat 256K limit and the single "history
-    bridge" user message (user messages joined by blank lines, or "(none)", then the prefixed
-    summary). ``codex:0.140`` (0.140+): the limit is 90% of the effective window (context_window ×
-    effective_context_window_percent / 100, default 95, as ``get_model_context_window``); the
-    remote (server-side) compaction of OpenAI models is ``codex:0.140-remote``. Version 3: the
-    tool-output truncation unit follows the model (bytes unless *-codex). Version 4: it follows the
-    id the session used (``session.model.id`` keeps an alias such as gpt-5.1-codex; it used to be
-    the price table's base entry, gpt-5.1, so a *-codex alias got bytes).
+    Deviations: the compaction prompt is ours (same bullets); remote compaction is
+    ``engine="remote"`` (``codex:remote``, ``codex:0.125-remote``, ``codex:0.140-remote``; see
+    ``remote_compact``); a turn that ends without a follow-up is checked at the next turn's first
+    call, which is where Codex checks it too; not modelled: the 2026 local
+    ``InitialContextInjection`` placement, ghost snapshots, the full-window cap of the
+    ``BodyAfterPrefix`` scope (the default ``Total`` scope has none; the effective window is the
+    replay's input limit), a server that reports reasoning as included (``X-Reasoning-Included``:
+    then Codex adds no reasoning estimate; none of the recorded rollouts shows it), and the 2025
+    "memento" summary prompt (``codex:2025`` uses today's). ``codex:2025`` is the Sept–Oct 2025
+    generation: the flat 256K limit and the single "history bridge" user message (user messages
+    joined by blank lines, or "(none)", then the prefixed summary). Version 3: the tool-output
+    truncation unit follows the model (bytes unless *-codex). Version 4: it follows the id the
+    session used (``session.model.id`` keeps an alias such as gpt-5.1-codex). Version 5 (issue 24):
+    the raw-window limit, the old-reasoning term, the pre-turn check, gpt-5.4+ truncated in tokens.
     """
 
     name = "codex"
     citation = ("openai/codex @0100b103625752f6a10c21b79a8c423761dc4c6a codex-rs/core/src/compact.rs; "
                 "templates/compact/summary_prefix.md @50a53333; protocol/src/openai_models.rs; models.json @21dac7d7")
-    version = 4
+    version = 5
 
     estimator: str = "bytes/4"
     limit_fraction: float | None = 0.9
@@ -244,17 +251,21 @@ class Codex(Strategy):
         # pre-turn check, each follow-up by the mid-turn one after the previous sampling request
         # (session/turn.rs ``run_turn``: ``token_limit_reached && needs_follow_up``).
         if self.total(ctx, session) >= self.limit(self.raw_window(ctx, session)):
-            return self.compact(ctx, session)
+            return self.compact(ctx, session, pre_turn=self.pre_turn_check)
         return None
 
     def on_overflow(self, ctx: Context, session: Session) -> Outcome | None:
+        # Codex fails the request (ContextWindowExceeded, the token count set to full) and compacts
+        # before the next turn with that input recorded: here both at once, the input included.
         return self.compact(ctx, session)
 
-    def compact(self, ctx: Context, session: Session) -> Outcome | None:
+    def compact(self, ctx: Context, session: Session, *, pre_turn: bool = False) -> Outcome | None:
+        """Compact now; ``pre_turn``: a new turn's input after the last answer is left out of it and
+        appended after the new history (it was not recorded yet when Codex checked)."""
         if self.engine == "remote":
-            return self.remote_compact(ctx, session)
+            return self.remote_compact(ctx, session, pre_turn=pre_turn)
         system, held = ctx.messages[0], ctx.messages[1:]
-        cut = new_turn_input(held) if self.pre_turn_check else len(held)
+        cut = new_turn_input(held) if pre_turn else len(held)
         history, pending = held[:cut], held[cut:]  # a pre-turn compaction: the new input comes after
         if not history:
             return None
@@ -282,7 +293,7 @@ class Codex(Strategy):
                                     f"middle-truncated"),)
         return Outcome(after, events)
 
-    def remote_compact(self, ctx: Context, session: Session) -> Outcome | None:
+    def remote_compact(self, ctx: Context, session: Session, *, pre_turn: bool = False) -> Outcome | None:
         """Server-side compaction (``/responses/compact``) as Codex applies its answer.
 
         Routing: openai/codex@0100b103 codex-rs/core/src/compact.rs:35-40
@@ -303,10 +314,15 @@ class Codex(Strategy):
         user message (19 of 19; no size cap seen) and every final answer (15 of 15, assistant
         messages without tool calls) in order, then one opaque ``compaction`` item; reasoning,
         commentary, tool calls and outputs are gone. That is what is rebuilt here, the summary
-        standing in for the encrypted item (our prompt; the server's is not public).
+        standing in for the encrypted item (our prompt; the server's is not public), asked for at
+        most ``remote_item_tokens``. The later rollouts' ``replacement_history`` (0.119: answers
+        kept; 0.125, 0.142: none, ``remote_keeps_answers``) also hold the whole initial context
+        again (developer instructions, AGENTS.md, environment context: ``latest_initial_context``).
+        Pre-turn (``InitialContextInjection::DoNotInject``): the history is compacted without the new
+        turn's input, which follows the item with the initial context the next turn injects.
         """
         system, held = ctx.messages[0], ctx.messages[1:]
-        cut = new_turn_input(held) if self.pre_turn_check else len(held)
+        cut = new_turn_input(held) if pre_turn else len(held)
         history, pending = held[:cut], held[cut:]  # a pre-turn compaction: the new input comes after
         if not history:
             return None
