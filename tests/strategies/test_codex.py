@@ -291,7 +291,8 @@ def test_the_limit_is_90_percent_of_the_raw_window_behind_the_recorded_effective
     s.last_usage = Usage(input_tokens=240_000, output_tokens=4_800)
     assert Codex().before_call(ctx, s) is not None
     spark = [SYSTEM, user("task"), answer("x", context_window=121_600)]
-    s2, _ = session(counter, model=replace(GPT54, id="gpt-5.3-codex-spark", context_window=128_000, max_input=121_600))
+    s2, _ = session(counter, model=replace(GPT54, id="gpt-5.3-codex-spark", context_window=128_000,
+                                           max_input=121_600))
     assert Codex().limit(Codex().raw_window(Meter(counter, "bytes/4").context(spark), s2)) == pytest.approx(115_200)
     forced, _ = session(counter, model=profile("gpt-5.2"))  # 272K max_input, not what the rollout recorded
     assert Codex().raw_window(ctx, forced) == 272_000
@@ -349,11 +350,13 @@ def test_remote_compaction_reinjects_the_whole_initial_context(counter):
     dev = Message("user", (Text("<permissions instructions>sandboxed</permissions instructions>"),),
                   meta={"role": "developer"})
     agents = user("# AGENTS.md instructions for /x\n\nbe terse")
-    env1, env2 = user("<environment_context>cwd=/a</environment_context>"), user("<environment_context>cwd=/b</environment_context>")
+    env1 = user("<environment_context>cwd=/a</environment_context>")
+    env2 = user("<environment_context>cwd=/b</environment_context>")
     msgs = [SYSTEM, dev, agents, env1, user("task"), answer("ok"), env2, user("next"), call("c0"), output("c0", "x")]
     s, _ = session(counter)
     got = strategies.build("codex:remote").on_overflow(Meter(counter, "bytes/4").context(msgs), s).context.messages
-    assert [m.text for m in got] == ["You are Codex.", "task", "ok", dev.text, agents.text, env2.text, "next", "SUMMARY"]
+    assert [m.text for m in got] == ["You are Codex.", "task", "ok", dev.text, agents.text, env2.text, "next",
+                                     "SUMMARY"]
 
 
 def test_the_server_item_is_asked_at_codex_estimate_of_the_recorded_one(counter):
@@ -368,13 +371,15 @@ def test_the_server_item_is_asked_at_codex_estimate_of_the_recorded_one(counter)
     assert recorder.requests[-1].max_tokens == SONNET.max_output
 
 
-@pytest.mark.parametrize(("model", "unit"), [("gpt-5.4", "tokens"), ("gpt-5.5", "tokens"), ("gpt-5.3-codex-spark", "tokens"),
-                                             ("gpt-5.2", "bytes"), ("gpt-5.1", "bytes"), ("claude-sonnet-4-5", "bytes")])
+@pytest.mark.parametrize(("model", "unit"), [("gpt-5.4", "tokens"), ("gpt-5.5", "tokens"),
+                                             ("gpt-5.3-codex-spark", "tokens"), ("gpt-5.2", "bytes"),
+                                             ("gpt-5.1", "bytes"), ("claude-sonnet-4-5", "bytes")])
 def test_truncation_unit_follows_the_catalog_generation(model, unit):
     assert Codex().output_unit(model) == unit
 
 
-@pytest.mark.parametrize(("version", "name"), [("0.104.0-alpha.1", "codex:remote"), ("0.119.0-alpha.28", "codex:remote"),
+@pytest.mark.parametrize(("version", "name"), [("0.104.0-alpha.1", "codex:remote"),
+                                               ("0.119.0-alpha.28", "codex:remote"),
                                                ("0.125.0", "codex:0.125-remote"), ("0.142.2", "codex:0.140-remote")])
 def test_recorded_versions_route_to_the_generation_that_keeps_what_they_kept(version, name):
     from strategies.versions import matching_strategy
@@ -389,7 +394,8 @@ def test_the_0_104_rollout_compacts_at_the_recorded_call_on_its_own_count(shared
     from bench.fidelity_command import session as fidelity_session
     from traces.formats import read_path
 
-    path = shared_traces / "codex__madshn-localpush/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
+    path = (shared_traces / "codex__madshn-localpush"
+            / "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
     if not path.exists():
         pytest.skip(f"{path} not in ../shared/traces")
     (trace,) = read_path(path).traces
