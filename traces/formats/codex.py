@@ -7,7 +7,11 @@ cumulative total closes an assistant message and carries its ``last_token_usage`
 semantics, cached ⊂ input, converted to ours). A ``compacted`` line (+ ``context_compacted``)
 becomes a RecordedCompaction, and its summary (when the rollout holds it) a summary message; see
 ``_summary`` for where Codex keeps it. Strings redacted as ``[REDACTED_… len=N sha=…]`` become N
-characters of filler so token counts stay realistic.
+characters of filler so token counts stay realistic. Each answer's meta keeps what Codex's
+auto-compaction count needs beyond the usage (context_manager/history.rs
+``get_non_last_reasoning_items_tokens``): ``reasoning_encrypted_lengths`` (each reasoning item's
+``encrypted_content`` length, a ``len=N`` marker's N), ``reasoning_encrypted_unsized`` (items whose
+blob a bare ``REDACTED`` replaced) and the call's ``reasoning_output_tokens``.
 Source: openai/codex codex-rs/protocol (RolloutItem, ResponseItem); checked on cli 0.104.0-alpha.1
 and 0.77.0 files (madshn/localpush @ 219b539, simonw/claude-code-transcripts @ 871966d), and on
 0.119, 0.125 and 0.142 files stored by the Entire CLI (../shared/traces MANIFEST §9, §10).
