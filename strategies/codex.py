@@ -226,8 +226,8 @@ class Codex(Strategy):
         gpt-5.4-and-later catalog entries, else bytes (gpt-5 … gpt-5.2 base models, unknown models).
         gpt-5.4+: the 2026 catalog gives ``{"mode": "tokens", "limit": 10000}``
         (codex-rs/models-manager/models.json @069e6b19), and the recorded 0.119 (gpt-5.4) and 0.125
-        (gpt-5.5) rollouts agree: cut at 12,000 bytes, the replay's prompts fall 8-12K below the
-        recorded ones before the first compaction; cut at 12,000 tokens they match exactly."""
+        (gpt-5.5) rollouts agree: cut at 12,000 bytes, the replay's prompts miss the recorded ones by
+        6,600-11,800 tokens before the first compaction; cut at 12,000 tokens they match exactly."""
         if self.tool_output_unit != "auto":
             return self.tool_output_unit
         lowered = model_id.lower()
