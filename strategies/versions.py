@@ -46,22 +46,29 @@ GENERATIONS: tuple[Generation, ...] = (
                "window - min(max output, 20K) - 13K (services/compact/autoCompact.ts as published; "
                "matches the recorded v2.1.38 sessions at delta 0)"),
     Generation("codex", "codex:2025", None, (0, 50),
-               "Sept-Oct 2025: flat 256,000 limit and the history-bridge message (codex-rs/core/src/compact.rs)"),
-    Generation("codex", "codex:remote", (0, 63), (0, 140),
+               "Sept-Oct 2025: flat 256,000 limit and the history-bridge message (codex-rs/core/src/compact.rs); "
+               "before the encrypted-reasoning estimate (openai/codex PR #7113, 2025-11-21)"),
+    Generation("codex", "codex:remote", (0, 63), (0, 125),
                "remote compaction for OpenAI providers (compact.rs@0100b103:35-40, on by default since PR "
-               "#6866, Nov 2025; issue #7321 shows 0.63.0 running it; the recorded 0.104 rollout's "
-               "compacted record holds an opaque compaction item); same 90% trigger",
+               "#6866, Nov 2025; issue #7321 shows 0.63.0 running it); the server's history kept the final "
+               "answers (the recorded 0.104 and 0.119 replacement_history); 90% of the raw window, counted "
+               "with the old encrypted reasoning (history.rs get_total_token_usage)",
+               providers=("openai",)),
+    Generation("codex", "codex:0.125-remote", (0, 125), (0, 140),
+               "remote compaction whose server history keeps no assistant message (the recorded 0.125 "
+               "replacement_history: user messages, developer message, one compaction item); same trigger",
                providers=("openai",)),
     Generation("codex", "codex", (0, 50), (0, 140),
-               "auto_compact_token_limit = 90% of context_window (protocol/src/openai_models.rs); "
-               "local compaction (non-OpenAI providers after 0.63)"),
+               "auto_compact_token_limit = 90% of the raw context_window (protocol/src/openai_models.rs; the "
+               "rollout records raw x 95%); local compaction (non-OpenAI providers after 0.63)"),
     Generation("codex", "codex:0.140-remote", (0, 140), None,
-               "90% of the effective window, remote compaction for OpenAI / Azure providers "
-               "(supports_remote_compaction; issue #28592 shows 0.140.0 compacting remotely)",
+               "90% of the raw window, remote compaction for OpenAI / Azure providers "
+               "(supports_remote_compaction; issue #28592 shows 0.140.0 compacting remotely); the server "
+               "history keeps no assistant message (the recorded 0.142 replacement_history)",
                providers=("openai", "azure")),
     Generation("codex", "codex:0.140", (0, 140), None,
-               "90% of the effective window (context_window x effective_context_window_percent 95 / 100), "
-               "local compaction for the other providers"),
+               "90% of the raw window (the rollout's model_context_window is raw x "
+               "effective_context_window_percent 95 / 100), local compaction for the other providers"),
     Generation("cline", "cline:sdk", None, None,
                "the 2026 SDK (sdk/packages/core/src/extensions/context); older sessions have no version"),
     Generation("opencode", "opencode", None, None, "sst/opencode session/compaction.ts"),

@@ -4,6 +4,7 @@ bytes/4 is exact: "u" * 4n is n tokens."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -48,9 +49,20 @@ def test_limits_90_percent_of_the_window_or_the_flat_256k_of_2025():
     assert Codex(auto_compact_limit=150_000).limit(200_000) == 150_000  # min(configured, 90%)
 
 
+def call(cid: str, cmd: str = "ls") -> Message:
+    return Message("assistant", (ToolUse(cid, "shell", {"cmd": cmd}),))
+
+
+def output(cid: str, text: str) -> Message:
+    return Message("user", (ToolResult(cid, text),))
+
+
 def test_trigger_is_last_total_plus_bytes4_of_what_came_since(counter):
-    msgs = [SYSTEM, user("task"), Message.text_message("assistant", "ok"), user("u" * 4_000)]  # 1,000 since
+    """Mid-turn: the tool outputs recorded after the last answer count at bytes/4 (history.rs
+    items_after_last_model_generated_item); with no window recorded, 90% of the profile's window."""
+    msgs = [SYSTEM, user("task"), call("c0"), output("c0", "u" * 4_000)]  # the output: 1,000 tokens
     ctx = Meter(counter, "bytes/4").context(msgs)
+    assert ctx.est(msgs[-1]) == 1_000
     s, recorder = session(counter)
     s.last_usage = Usage(input_tokens=170_000, cache_read_tokens=8_000, output_tokens=999)  # +1,000 = 179,999
     assert Codex().before_call(ctx, s) is None
@@ -58,7 +70,26 @@ def test_trigger_is_last_total_plus_bytes4_of_what_came_since(counter):
     out = Codex().before_call(ctx, s)
     assert out is not None and [e.kind for e in out.events] == ["summarize"]
     assert [(m.role, m.text) for m in out.context.messages] == [
-        ("system", "You are Codex."), ("user", "task"), ("user", "u" * 4_000), ("user", SUMMARY_PREFIX + "\nSUMMARY")]
+        ("system", "You are Codex."), ("user", "task"), ("user", SUMMARY_PREFIX + "\nSUMMARY")]
+
+
+def test_pre_turn_check_counts_nothing_of_the_new_turn_and_puts_it_after_the_new_history(counter):
+    """run_turn runs run_pre_sampling_compact before the turn's context updates and user message are
+    recorded: a new request after the last answer is not counted, not compacted, and follows the
+    summary. The 2025 generation recorded it first and counted it."""
+    msgs = [SYSTEM, user("task"), Message.text_message("assistant", "done"), user("u" * 4_000)]  # 1,000
+    ctx = Meter(counter, "bytes/4").context(msgs)
+    s, recorder = session(counter)
+    s.last_usage = Usage(input_tokens=179_000, output_tokens=999)  # 179,999 + the new request's 1,000
+    assert Codex().before_call(ctx, s) is None
+    assert strategies.build("codex:2025").total(ctx, s) == 180_999
+    s.last_usage = Usage(input_tokens=179_000, output_tokens=1_000)  # 180,000 without it
+    out = Codex().before_call(ctx, s)
+    assert [(m.role, m.text) for m in out.context.messages] == [
+        ("system", "You are Codex."), ("user", "task"), ("user", SUMMARY_PREFIX + "\nSUMMARY"), ("user", "u" * 4_000)]
+    assert recorder.requests[0].messages == tuple(msgs[:3])  # the new request was not summarized
+    remote = strategies.build("codex:remote").before_call(ctx, s).context.messages
+    assert [m.text for m in remote] == ["You are Codex.", "task", "done", "SUMMARY", "u" * 4_000]
 
 
 def test_user_message_walk_stops_at_the_first_that_does_not_fit():
@@ -97,15 +128,15 @@ def test_2025_generation_rebuilds_one_history_bridge_message(counter):
 
 def test_compaction_request_over_the_window_drops_the_oldest_item_and_retries(counter):
     big = " ".join(f"w{i}" for i in range(6_000))  # about 12K truth tokens
-    msgs = [SYSTEM, Message("assistant", (ToolUse("c0", "shell", {"cmd": "cat big"}),)),
-            Message("user", (ToolResult("c0", big),)), user("now fix it " * 300), user("and test it")]
+    msgs = [SYSTEM, call("c0", "cat big"), output("c0", big), user("now fix it " * 300), user("and test it"),
+            call("c1", "pytest"), output("c1", "1 failed")]
     ctx = Meter(counter, "bytes/4").context(msgs)
     assert not TINY.fits(ctx.truth, 0)
     s, recorder = session(counter, model=TINY)
     out = Codex().on_overflow(ctx, s)
     sent = recorder.requests[0].messages
     # the oldest item is the call: its output goes with it, and then the request fits
-    assert sent == (SYSTEM, msgs[3], msgs[4])
+    assert sent == (SYSTEM, *msgs[3:])
     assert out.events[0].detail == "trimmed 1 oldest item(s)"
     assert [m.text for m in out.context.messages[1:3]] == [msgs[3].text, "and test it"]
 
@@ -209,7 +240,7 @@ def test_remote_compaction_keeps_every_user_message_and_final_answer_then_the_it
 
 def test_remote_compaction_fires_on_the_local_trigger(counter):
     """run_auto_compact only picks the task: the limit is the same auto_compact_token_limit."""
-    msgs = [SYSTEM, user("task"), Message.text_message("assistant", "ok"), user("u" * 4_000)]
+    msgs = [SYSTEM, user("task"), call("c0"), output("c0", "u" * 4_000)]
     ctx = Meter(counter, "bytes/4").context(msgs)
     s, _ = session(counter)
     for usage, fires in ((Usage(input_tokens=178_000, output_tokens=999), False),
@@ -234,3 +265,139 @@ def test_remote_request_over_the_window_drops_trailing_tool_outputs(counter):
     assert recorder.requests[0].messages == tuple(msgs[:3])
     assert "trimmed 1 trailing output(s)" in out.events[0].detail
     assert [m.text for m in out.context.messages[1:]] == ["fix it", "SUMMARY"]
+
+
+# --- Codex 0.104-0.142: what the trigger counts and against what (issue 24) ---------------------
+
+GPT54 = replace(profile("gpt-5.2"), id="gpt-5.4", max_input=258_400)
+"""A call windowed as a 0.119 rollout recorded it: model_context_window 258,400 is the input limit."""
+
+
+def answer(text: str, **meta) -> Message:
+    return Message("assistant", (Text(text),), meta=meta)
+
+
+def test_the_limit_is_90_percent_of_the_raw_window_behind_the_recorded_effective_one(counter):
+    """The rollout records raw × 95% (258,400); Codex compacts at 90% of the raw 272,000 = 244,800,
+    not at 90% of 258,400 = 232,560 (openai_models.rs auto_compact_token_limit; openai/codex#19319,
+    #31860). A window the rollout did not record (a forced model) is taken as the raw one."""
+    msgs = [SYSTEM, user("task"), answer("x", context_window=258_400, model="gpt-5.4"),
+            user("go on"), call("c0"), output("c0", "ok")]
+    ctx = Meter(counter, "bytes/4").context(msgs)
+    s, _ = session(counter, model=GPT54)
+    assert Codex().raw_window(ctx, s) == 272_000
+    s.last_usage = Usage(input_tokens=240_000, output_tokens=4_000)  # + the output's 1 token = 244,001
+    assert Codex().before_call(ctx, s) is None  # 90% of 258,400 would have fired
+    s.last_usage = Usage(input_tokens=240_000, output_tokens=4_800)
+    assert Codex().before_call(ctx, s) is not None
+    spark = [SYSTEM, user("task"), answer("x", context_window=121_600)]
+    s2, _ = session(counter, model=replace(GPT54, id="gpt-5.3-codex-spark", context_window=128_000,
+                                           max_input=121_600))
+    assert Codex().limit(Codex().raw_window(Meter(counter, "bytes/4").context(spark), s2)) == pytest.approx(115_200)
+    forced, _ = session(counter, model=profile("gpt-5.2"))  # 272K max_input, not what the rollout recorded
+    assert Codex().raw_window(ctx, forced) == 272_000
+
+
+def test_encrypted_reasoning_before_the_last_user_turn_is_added_at_codex_estimate(counter):
+    """history.rs get_non_last_reasoning_items_tokens: every reasoning item with encrypted content
+    before the last user turn boundary, at (3/4 × len − 650) / 4 tokens; the current turn's is not
+    (the server's usage has it); a developer or environment item is no boundary."""
+    old = answer("a", reasoning_encrypted_lengths=[4_000, 800], reasoning_output_tokens=999)  # 588 + 0
+    current = answer("b", reasoning_encrypted_lengths=[40_000])
+    env = user("<environment_context>cwd=/x</environment_context>")
+    msgs = [SYSTEM, user("task"), old, user("next"), env, current, call("c1"), output("c1", "")]
+    ctx = Meter(counter, "bytes/4").context(msgs)
+    s, _ = session(counter)
+    s.last_usage = Usage(input_tokens=100_000, output_tokens=0)
+    base = 100_000 + ctx.est(msgs[-1])
+    assert Codex().total(ctx, s) == base + 588  # ceil((3000 - 650) / 4)
+    assert Codex(count_old_reasoning=False).total(ctx, s) == base
+    assert strategies.build("codex:2025").total(ctx, s) == base  # before openai/codex PR #7113
+
+
+def test_a_reasoning_blob_whose_size_was_redacted_counts_its_reported_reasoning_tokens(counter):
+    """The Entire CLI's copies write "REDACTED" for every blob: the call's reasoning_output_tokens
+    stand in (× unsized_reasoning_factor, 1.0 by default: no factor fitted to those files)."""
+    old = answer("a", reasoning_encrypted_unsized=2, reasoning_output_tokens=1_234)
+    msgs = [SYSTEM, user("task"), old, user("next"), call("c1"), output("c1", "")]
+    ctx = Meter(counter, "bytes/4").context(msgs)
+    s, _ = session(counter)
+    s.last_usage = Usage(input_tokens=1_000, output_tokens=0)
+    base = 1_000 + ctx.est(msgs[-1])
+    assert Codex().total(ctx, s) == base + 1_234
+    assert Codex(unsized_reasoning_factor=1.5).total(ctx, s) == base + 1_851
+
+
+def test_server_history_keeps_final_answers_until_0_125_and_strips_their_reasoning(counter):
+    """The recorded replacement_history holds assistant messages in 0.104 and 0.119, none in 0.125
+    and 0.142 (the client keeps what the server returns: should_keep_compacted_history_item)."""
+    msgs = [SYSTEM, user("task"), answer("first answer", reasoning_encrypted_lengths=[9_000]),
+            user("more"), call("c0"), output("c0", "x")]
+    ctx = Meter(counter, "bytes/4").context(msgs)
+    s, _ = session(counter)
+    kept = strategies.build("codex:remote").on_overflow(ctx, s).context.messages
+    assert [m.text for m in kept] == ["You are Codex.", "task", "first answer", "more", "SUMMARY"]
+    assert "reasoning_encrypted_lengths" not in kept[2].meta  # its reasoning went with the compaction
+    for name in ("codex:0.125-remote", "codex:0.140-remote"):
+        later = strategies.build(name).on_overflow(ctx, s).context.messages
+        assert [m.text for m in later] == ["You are Codex.", "task", "more", "SUMMARY"], name
+
+
+def test_remote_compaction_reinjects_the_whole_initial_context(counter):
+    """build_initial_context is the full set (developer instructions, AGENTS.md, environment
+    context), as the recorded 0.104/0.119 replacement_history shows; a later run that only updated
+    the environment context supplies its newest copy, not the whole set."""
+    dev = Message("user", (Text("<permissions instructions>sandboxed</permissions instructions>"),),
+                  meta={"role": "developer"})
+    agents = user("# AGENTS.md instructions for /x\n\nbe terse")
+    env1 = user("<environment_context>cwd=/a</environment_context>")
+    env2 = user("<environment_context>cwd=/b</environment_context>")
+    msgs = [SYSTEM, dev, agents, env1, user("task"), answer("ok"), env2, user("next"), call("c0"), output("c0", "x")]
+    s, _ = session(counter)
+    got = strategies.build("codex:remote").on_overflow(Meter(counter, "bytes/4").context(msgs), s).context.messages
+    assert [m.text for m in got] == ["You are Codex.", "task", "ok", dev.text, agents.text, env2.text, "next",
+                                     "SUMMARY"]
+
+
+def test_the_server_item_is_asked_at_codex_estimate_of_the_recorded_one(counter):
+    """The stand-in for the encrypted compaction item is asked for at most 2,353 tokens: Codex's
+    estimate (3/4 × 13,412 − 650) / 4 of the one item whose length a rollout records."""
+    assert Codex().remote_item_tokens == math.ceil((13_412 * 3 // 4 - 650) / 4)
+    msgs = [SYSTEM, user("task"), call("c0"), output("c0", "x")]
+    s, recorder = session(counter)
+    strategies.build("codex:remote").on_overflow(Meter(counter, "bytes/4").context(msgs), s)
+    assert recorder.requests[-1].max_tokens == 2_353
+    Codex().on_overflow(Meter(counter, "bytes/4").context(msgs), s)  # a local summary: the model's own length
+    assert recorder.requests[-1].max_tokens == SONNET.max_output
+
+
+@pytest.mark.parametrize(("model", "unit"), [("gpt-5.4", "tokens"), ("gpt-5.5", "tokens"),
+                                             ("gpt-5.3-codex-spark", "tokens"), ("gpt-5.2", "bytes"),
+                                             ("gpt-5.1", "bytes"), ("claude-sonnet-4-5", "bytes")])
+def test_truncation_unit_follows_the_catalog_generation(model, unit):
+    assert Codex().output_unit(model) == unit
+
+
+@pytest.mark.parametrize(("version", "name"), [("0.104.0-alpha.1", "codex:remote"),
+                                               ("0.119.0-alpha.28", "codex:remote"),
+                                               ("0.125.0", "codex:0.125-remote"), ("0.142.2", "codex:0.140-remote")])
+def test_recorded_versions_route_to_the_generation_that_keeps_what_they_kept(version, name):
+    from strategies.versions import matching_strategy
+
+    assert matching_strategy("codex", version, "openai") == name
+
+
+def test_the_0_104_rollout_compacts_at_the_recorded_call_on_its_own_count(shared_traces, counter):
+    """The 0.104 rollout keeps every blob's length: driven by the recorded usage, Codex's count
+    (total_tokens + outputs + old reasoning: 245,5xx) crosses 244,800 exactly where it compacted,
+    and the check before it (243,2xx) does not."""
+    from bench.fidelity_command import session as fidelity_session
+    from traces.formats import read_path
+
+    path = (shared_traces / "codex__madshn-localpush"
+            / "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
+    if not path.exists():
+        pytest.skip(f"{path} not in ../shared/traces")
+    (trace,) = read_path(path).traces
+    name, rows, _ = fidelity_session(trace, driven=True)
+    assert name == "codex:remote" and [(r["recorded_call"], r["replayed_call"]) for r in rows] == [(184, 184)]

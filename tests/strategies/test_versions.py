@@ -86,6 +86,8 @@ def test_claude_code_1_0_triggers_at_92_percent_of_the_whole_window(counter):
     assert new.autocompact_threshold(session) == 167_000  # 200K - 20K - 13K
 
 
-def test_codex_0_140_limit_is_90_percent_of_the_effective_window():
-    assert strategies.build("codex:0.140").limit(272_000) == pytest.approx(272_000 * 95 // 100 * 0.9)
-    assert strategies.build("codex").limit(272_000) == pytest.approx(272_000 * 0.9)
+def test_codex_limit_is_90_percent_of_the_raw_window_for_every_generation():
+    """openai_models.rs auto_compact_token_limit: 90% of the raw window (272,000 → 244,800); the
+    95% effective window is what the rollout records, not what the 90% applies to."""
+    for name in ("codex", "codex:0.140", "codex:remote", "codex:0.125-remote", "codex:0.140-remote"):
+        assert strategies.build(name).limit(272_000) == pytest.approx(244_800), name

@@ -376,3 +376,45 @@ def test_a_forked_rollout_is_named_by_its_first_session_meta(tmp_path):
     assert t.id == "child" and t.meta["cli_version"] == "0.142.2" and t.meta["provider"] == "openai"
     assert t.meta["forked_from"] == ["parent"] and t.messages[0].text == "be brief"
     assert any("1 session_meta record(s) of another thread" in n for n in result.notes)
+
+
+def test_each_answer_keeps_its_reasoning_blob_sizes_and_reported_reasoning_tokens(tmp_path):
+    """What Codex's trigger needs (history.rs get_non_last_reasoning_items_tokens): every reasoning
+    item's encrypted_content length (a real blob, or the len=N of a [REDACTED_… len=N] marker), a
+    count of the ones a bare "REDACTED" left unsized, none for a reasoning item without encrypted
+    content, and the call's reasoning_output_tokens, also when its outputs came before its usage."""
+    reasoning = [
+        {"type": "reasoning", "summary": [], "encrypted_content": "gAAAA" + "x" * 995},
+        {"type": "reasoning", "summary": [], "encrypted_content": "[REDACTED_ENCRYPTED_CONTENT len=4000 sha=ab12]"},
+        {"type": "reasoning", "summary": [], "encrypted_content": "REDACTED"},
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "plain"}]},
+    ]
+    records = _session()
+    records[4:4] = [_line("response_item", r) for r in reasoning]  # before the first call's function_call
+    info = next(r["payload"]["info"] for r in records if r["payload"].get("type") == "token_count")
+    info["last_token_usage"]["reasoning_output_tokens"] = 7
+    (t,) = _read(records, tmp_path)[0].traces
+    first, second = (m for m in t.messages if m.role == "assistant")
+    assert first.meta["reasoning_encrypted_lengths"] == [1_000, 4_000]
+    assert first.meta["reasoning_encrypted_unsized"] == 1
+    assert first.meta["reasoning_output_tokens"] == 7 and first.meta["context_window"] == 121_600
+    assert "reasoning_encrypted_lengths" not in second.meta and "reasoning_encrypted_unsized" not in second.meta
+    assert codex.encrypted_length(None) is None and codex.encrypted_length("[REDACTED]") == codex.UNSIZED_LENGTH
+
+
+def test_real_rollouts_keep_what_the_trigger_counts(shared_traces):
+    """The 0.104 rollout (lengths kept by its redaction) and the Entire CLI copies (bare markers):
+    every reasoning item with encrypted content is in an answer's meta, sized or counted."""
+    files = sorted(shared_traces.glob("codex*/**/*.jsonl"))
+    if not files:
+        pytest.skip("no Codex rollout under ../shared/traces")
+    for path in files:
+        raw = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        items = [r["payload"] for r in raw if r["type"] == "response_item" and r["payload"].get("type") == "reasoning"
+                 and r["payload"].get("encrypted_content") is not None]
+        (trace,) = read_path(path).traces
+        answers = [m for m in trace.messages if m.role == "assistant"]
+        sized = sum(len(m.meta.get("reasoning_encrypted_lengths", ())) for m in answers)
+        unsized = sum(m.meta.get("reasoning_encrypted_unsized", 0) for m in answers)
+        assert sized + unsized == len(items), path
+        assert all("reasoning_output_tokens" in m.meta for m in answers if m.usage is not None), path

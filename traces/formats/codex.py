@@ -7,7 +7,11 @@ cumulative total closes an assistant message and carries its ``last_token_usage`
 semantics, cached ⊂ input, converted to ours). A ``compacted`` line (+ ``context_compacted``)
 becomes a RecordedCompaction, and its summary (when the rollout holds it) a summary message; see
 ``_summary`` for where Codex keeps it. Strings redacted as ``[REDACTED_… len=N sha=…]`` become N
-characters of filler so token counts stay realistic.
+characters of filler so token counts stay realistic. Each answer's meta keeps what Codex's
+auto-compaction count needs beyond the usage (context_manager/history.rs
+``get_non_last_reasoning_items_tokens``): ``reasoning_encrypted_lengths`` (each reasoning item's
+``encrypted_content`` length, a ``len=N`` marker's N), ``reasoning_encrypted_unsized`` (items whose
+blob a bare ``REDACTED`` replaced) and the call's ``reasoning_output_tokens``.
 Source: openai/codex codex-rs/protocol (RolloutItem, ResponseItem); checked on cli 0.104.0-alpha.1
 and 0.77.0 files (madshn/localpush @ 219b539, simonw/claude-code-transcripts @ 871966d), and on
 0.119, 0.125 and 0.142 files stored by the Entire CLI (../shared/traces MANIFEST §9, §10).
@@ -76,6 +80,23 @@ SUMMARY_HEAD = "Another language model started to solve this problem and produce
 UNSIZED = re.compile(r"\[?REDACTED\]?", re.IGNORECASE)
 """An encrypted item whose content a sanitiser replaced by a bare marker (the Entire CLI writes
 ``"REDACTED"``): the item was there, its size is lost."""
+UNSIZED_LENGTH = -1
+"""``encrypted_length`` of an encrypted item whose size a sanitiser removed."""
+
+
+def encrypted_length(value: Any) -> int | None:
+    """Length of a reasoning item's ``encrypted_content`` as Codex sees it: None when there is none
+    (Codex counts only reasoning items that carry one), the recorded length (a real blob, or the
+    ``len=N`` of a ``[REDACTED_… len=N]`` marker), or ``UNSIZED_LENGTH`` when a bare ``REDACTED``
+    marker replaced it (the Entire CLI's copies)."""
+    if not isinstance(value, str):
+        return None
+    m = REDACTED.fullmatch(value)
+    if m is not None:
+        return int(m.group(1))
+    if not value.strip() or UNSIZED.fullmatch(value.strip()):
+        return UNSIZED_LENGTH
+    return len(value)
 
 
 def sniff_file(path: Path, head: str) -> str | None:
@@ -185,6 +206,19 @@ def _usage(info: dict[str, Any], prev_total: dict[str, Any] | None, path: Path, 
     return Usage(max(g("input_tokens") - cached, 0), g("output_tokens"), cached, 0)
 
 
+def _reasoning_tokens(info: dict[str, Any], prev_total: dict[str, Any] | None) -> int | None:
+    """The call's ``reasoning_output_tokens`` (already inside its output tokens), None when not reported."""
+    last = info.get("last_token_usage")
+    if isinstance(last, dict):
+        value = last.get("reasoning_output_tokens")
+        return value if isinstance(value, int) and value >= 0 else None
+    total = info.get("total_token_usage")
+    if not isinstance(total, dict) or not isinstance(total.get("reasoning_output_tokens"), int):
+        return None
+    before = (prev_total or {}).get("reasoning_output_tokens")
+    return max(total["reasoning_output_tokens"] - (before if isinstance(before, int) else 0), 0)
+
+
 class _Builder:
     """Accumulates items into messages: assistant-side items until a usage snapshot, results together."""
 
@@ -199,15 +233,34 @@ class _Builder:
         self.unpriced: int | None = None
         """The last answer closed before its usage came (0.142 writes a call's tool outputs before the
         call's ``token_count``: the tool ran while the response streamed), waiting for it."""
+        self.encrypted: list[int] = []
+        """``encrypted_length`` of each reasoning item of the open answer that carries encrypted content."""
+        self.reasoning_tokens: int | None = None
+        """The ``reasoning_output_tokens`` of the usage snapshot being given out."""
+
+    def usage_meta(self) -> dict[str, Any]:
+        """What Codex's trigger needs of a call besides its usage: the window it compacted against and
+        the reasoning output it reported (the stand-in for reasoning blobs whose size is lost)."""
+        meta: dict[str, Any] = {"context_window": self.window} if self.window else {}
+        if self.reasoning_tokens is not None:
+            meta["reasoning_output_tokens"] = self.reasoning_tokens
+        return meta
 
     def close_answer(self, usage: Usage | None = None) -> None:
         if self.answer:
-            meta = {"model": self.model} if self.model else {}
-            if self.window:
-                meta["context_window"] = self.window
+            meta: dict[str, Any] = {"model": self.model} if self.model else {}
+            meta.update(self.usage_meta() if usage is not None else
+                        ({"context_window": self.window} if self.window else {}))
+            # Codex estimates every encrypted reasoning item it holds (context_manager/history.rs
+            # get_non_last_reasoning_items_tokens): keep each one's size, or that it had one.
+            sized = [n for n in self.encrypted if n != UNSIZED_LENGTH]
+            if sized:
+                meta["reasoning_encrypted_lengths"] = sized
+            if len(sized) < len(self.encrypted):
+                meta["reasoning_encrypted_unsized"] = len(self.encrypted) - len(sized)
             self.unpriced = None if usage is not None else len(self.messages)
             self.messages.append(Message("assistant", tuple(self.answer), usage=usage, timestamp=self.ts, meta=meta))
-            self.answer = []
+            self.answer, self.encrypted = [], []
 
     def price(self, usage: Usage) -> None:
         """Give a fresh usage snapshot to the answer it belongs to: the open one, else the last one
@@ -217,8 +270,7 @@ class _Builder:
             self.close_answer(usage)
         elif self.unpriced is not None:
             m = self.messages[self.unpriced]
-            meta = {**m.meta, "context_window": self.window} if self.window else m.meta
-            self.messages[self.unpriced] = replace(m, usage=usage, meta=meta)
+            self.messages[self.unpriced] = replace(m, usage=usage, meta={**m.meta, **self.usage_meta()})
             self.unpriced = None
 
     def close_results(self) -> None:
@@ -334,6 +386,9 @@ def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
                 elif item in ("reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
                     b.close_results()
                     b.answer.append(_call(p, item, fill, path, line))
+                    size = encrypted_length(p.get("encrypted_content")) if item == "reasoning" else None
+                    if size is not None:
+                        b.encrypted.append(size)
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
                 info = p["info"]
                 if isinstance(info.get("model_context_window"), int) and info["model_context_window"] > 0:
@@ -341,6 +396,7 @@ def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
                 total = info.get("total_token_usage")
                 if total != prev_total or not isinstance(total, dict):
                     usage = _usage(info, prev_total, path, line)
+                    b.reasoning_tokens = _reasoning_tokens(info, prev_total)
                     prev_total = total if isinstance(total, dict) else prev_total
                     if usage.prompt_tokens or usage.output_tokens:
                         last_prompt = usage.prompt_tokens
