@@ -114,11 +114,14 @@ class Codex(Strategy):
     """Add Codex's estimate of every encrypted reasoning item before the last user turn
     (context_manager/history.rs ``get_non_last_reasoning_items_tokens``): the Responses API leaves
     earlier turns' reasoning out of its reported usage, Codex counts it back."""
-    unsized_reasoning_factor: float = 1.0
+    unsized_reasoning_factor: float = 1.18
     """Where a rollout lost a reasoning blob's size (the Entire CLI writes ``"REDACTED"``), its estimate
-    is the call's ``reasoning_output_tokens`` × this. 1.0 = the reported tokens as they are; the
-    rollouts that keep the sizes (0.104, gpt-5.3-codex) give Codex's blob estimate at 1.16-1.20 × the
-    reasoning tokens, the redacted ones would have needed 1.0-1.38: no single factor is the rule."""
+    is the call's ``reasoning_output_tokens`` × this. The value is measured, not fitted to the sessions
+    it is used on: where a rollout keeps both the blob's size and the call's reasoning tokens (the five
+    0.104 gpt-5.3-codex rollouts of ../shared/traces §2), Codex's own estimate of the blob runs 1.16-1.20
+    × the reported reasoning tokens (an encrypted blob carries its reasoning plus framing). One model and
+    one user: medium-low confidence; a rollout that keeps its blobs (an agent's own ~/.codex files do)
+    never uses it."""
     remote_keeps_answers: bool = True
     """Whether the server's compacted history keeps the final answers (assistant messages). The client
     keeps whatever assistant messages the server returns (compact_remote.rs

@@ -317,14 +317,15 @@ def test_encrypted_reasoning_before_the_last_user_turn_is_added_at_codex_estimat
 
 def test_a_reasoning_blob_whose_size_was_redacted_counts_its_reported_reasoning_tokens(counter):
     """The Entire CLI's copies write "REDACTED" for every blob: the call's reasoning_output_tokens
-    stand in (× unsized_reasoning_factor, 1.0 by default: no factor fitted to those files)."""
+    stand in (× unsized_reasoning_factor: 1.18 by default, measured where a rollout keeps both)."""
     old = answer("a", reasoning_encrypted_unsized=2, reasoning_output_tokens=1_234)
     msgs = [SYSTEM, user("task"), old, user("next"), call("c1"), output("c1", "")]
     ctx = Meter(counter, "bytes/4").context(msgs)
     s, _ = session(counter)
     s.last_usage = Usage(input_tokens=1_000, output_tokens=0)
     base = 1_000 + ctx.est(msgs[-1])
-    assert Codex().total(ctx, s) == base + 1_234
+    assert Codex().total(ctx, s) == base + round(1.18 * 1_234)
+    assert Codex(unsized_reasoning_factor=1.0).total(ctx, s) == base + 1_234
     assert Codex(unsized_reasoning_factor=1.5).total(ctx, s) == base + 1_851
 
 
