@@ -17,10 +17,10 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
-import math
 import importlib
 import importlib.util
 import inspect
+import math
 import os
 import re
 import sys

@@ -34,7 +34,8 @@ def test_opencode_prune_protect_out_of_range_is_refused_naming_the_range(value, 
 
 @pytest.mark.parametrize(("spec", "says"), [
     ("codex@limit_fraction=2", "'limit_fraction' is 2, outside its range (0, 1] (declared by the strategy)"),
-    ("codex@effective_window_percent=101", "'effective_window_percent' is 101, outside its range (0, 100] (declared by the strategy)"),
+    ("codex@effective_window_percent=101",
+     "'effective_window_percent' is 101, outside its range (0, 100] (declared by the strategy)"),
     ("amp@bytes_per_token=0", "'bytes_per_token' is 0, outside its range (0, 2^53)"),
     ("gemini-cli@threshold=0", "'threshold' is 0, outside its range (0, 1]"),
     ("goose@threshold=1.5", "'threshold' is 1.5, outside its range (0, 1] (a share of the window)"),

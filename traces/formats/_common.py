@@ -38,7 +38,8 @@ from traces.model import (
 )
 
 __all__ = [
-    "MAX_COUNT", "MAX_DEPTH", "MAX_ID", "MAX_STRING", "NOT_JSON", "NO_RESULT", "Skips", "TextCheck", "anthropic_blocks", "check_trace",
+    "MAX_COUNT", "MAX_DEPTH", "MAX_ID", "MAX_STRING", "NOT_JSON", "NO_RESULT", "Skips", "TextCheck",
+    "anthropic_blocks", "check_trace",
     "checking", "decode", "embedded_json", "fill_missing_results", "finish", "first_json_line", "get_bool",
     "get_dict", "get_int", "get_list", "get_num", "get_str", "image_block", "iter_jsonl", "json_depth", "loads",
     "read_bytes", "read_json", "result_text", "sniff_json", "too_deep", "ts_seconds",
