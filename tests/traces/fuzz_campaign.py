@@ -247,15 +247,16 @@ FIXTURES: dict[str, Callable[[], list[Seed]]] = {
 def seeds(root: Path = SHARED, per_format: int | None = None, seed_bytes: int = SEED_BYTES,
           unclaimed: list[str] | None = None) -> tuple[dict[str, list[Seed]], list[str]]:
     """Seeds per registered format (its real files, then its fixtures), and a line for each format
-    skipped (and why). With ``per_format`` only that many real files each, and fixtures only where
-    there is none (the test suite's sample)."""
+    skipped (and why). With ``per_format`` only that many real files each (the test suite's sample:
+    its fixtures still join them, as a real file cut to a few KB may hold no model call at all, as
+    Copilot CLI's, whose system message alone is 20 KB)."""
     from traces.formats import READERS
 
     real = real_seeds(root, per_format, seed_bytes, unclaimed)
     out, skipped = {}, []
     for fmt in READERS:
         found = list(real.get(fmt, []))
-        if fmt in FIXTURES and (per_format is None or not found):
+        if fmt in FIXTURES:
             found += FIXTURES[fmt]()
         if found:
             out[fmt] = found
