@@ -512,8 +512,9 @@ def run_check(fmt: str, entry: Path, files: list[Path], *, lenient: bool) -> Non
     """`run` the variant as a user would: `none` and its agent's strategy, into a temporary task store.
 
     Raises when the run raises (but a TraceError naming a file of the variant: the run detects the
-    format, which a mutation may have hidden, and that error is the CLI's clear exit 2) or a task
-    failed: a bad value must be refused on import, not fail every task later (issue 23). A run under
+    format, which a mutation may have hidden, and that error is the CLI's clear exit 2), when a task
+    failed (a bad value must be refused on import, not fail every task later) or when a dollar figure
+    is negative (issue 23). A run under
     the recorded model whose tasks fail only for a model without a price (by design: that error asks
     for --prices) is run again as claude-sonnet-4-5, so the replay is still exercised.
     """
@@ -535,6 +536,10 @@ def run_check(fmt: str, entry: Path, files: list[Path], *, lenient: bool) -> Non
                 if str(e).startswith("no traces to replay"):  # a companion file: claimed, holds no trace
                     return
                 raise
+            money = [c for c in ("cost", "cost_no_cache") if c in out.table]
+            negative = [f"{c} {v}" for c in money for v in out.table[c].dropna() if v < 0]
+            if negative:
+                raise RuntimeError(f"negative dollars: {negative[0]}")
             errors = [f"{t} × {s}: {err}" for t, s, err in out.errors]
             priced = [e for e in errors if "UnknownModelError" not in e.split(": ")[1]]
             if priced:
