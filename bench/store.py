@@ -132,26 +132,18 @@ def failed_output(key: str, trace: str, strategy: str, reason: str, window: int 
 
 
 _INT64 = (-(2**63), 2**63)
-_SCALARS = (str, bool, int, float, type(None))
 
 
 def row_problem(row: dict[str, Any]) -> str | None:
-    """What in a flat row no Parquet column could hold (an int past 64 bits, a value of no scalar
-    type), or None. Cheap: a type test per value; run on every task before it is buffered."""
+    """An int in a flat row (or in a list or dict cell) that no Parquet column holds (past 64 bits),
+    or None. Cheap: a type test per value, on every task before it is buffered. Anything else that
+    cannot be stored (a value of no Arrow type) is caught when the batch is built (``Store._isolate``)."""
     for k, v in row.items():
         if isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v < _INT64[1]:
             return f"{k} = {str(v)[:30]}{'…' if len(str(v)) > 30 else ''} is past 64 bits"
-        if not isinstance(v, _SCALARS) and not _numpy_scalar(v):
-            if isinstance(v, (list, dict, tuple)) and _nested_ok(v):
-                continue
-            return f"{k} holds a {type(v).__name__}"
+        if isinstance(v, (list, dict, tuple)) and not _nested_ok(v):
+            return f"{k} holds an int past 64 bits"
     return None
-
-
-def _numpy_scalar(v: Any) -> bool:
-    import numpy as np
-
-    return isinstance(v, np.generic)
 
 
 def _nested_ok(v: Any) -> bool:

@@ -127,7 +127,8 @@ def test_task_output_never_raises_and_names_why(tmp_path):
     call = CallRecord("t", "none", 0, "agent", 2, 2**64, 10, 0, 0, 2**64, 5, 1.0, 1.0, False, False, 0.0)
     out = task_output("k", TaskResult("t", "none", calls=[call]), None)
     assert out.error.startswith("unstorable result") and not out.tables
-    assert row_problem({"a": 2**63}) and row_problem({"a": object()}) and not row_problem({"a": 2**63 - 1})
+    assert row_problem({"a": 2**63}) and row_problem({"a": [1, {"b": -(2**64)}]})
+    assert not row_problem({"a": 2**63 - 1, "b": [1, 2], "c": "x" * 100})
     assert failed_output("k", "t", "s", "why").row["error"] == "why"
 
 
