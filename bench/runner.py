@@ -525,6 +525,8 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
         "traces": [{k: v for k, v in t.items() if k != "position"}
                    for t in sorted(planned.traces, key=lambda t: t["position"])],
         "filtered": {"filters": trace_filter(config).describe(), "kept": notes.kept, **notes.filtered},
+        "import_notes": notes.notes,  # what the importers noticed; with --lenient, what they repaired
+        "skipped_records": notes.skipped,  # bad records skipped with --lenient
         "pricing_table": price_table()[0],
         "tokenizer": Tokenizer().name,
         "provenance": provenance(),

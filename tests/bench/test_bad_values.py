@@ -70,6 +70,8 @@ def test_strict_names_the_bad_session_its_line_and_field_and_points_to_lenient(f
 def test_lenient_repairs_and_counts_the_bad_value_and_every_session_is_stored_and_resumes(folder, tmp_path):
     first = run(_config(folder, tmp_path / "out", lenient=True), progress=False)
     assert any("b-bad.jsonl: repaired 1 count out of range (dropped)" in n for n in first.notes)
+    recorded = json.loads((first.run_dir / "run.json").read_text())["import_notes"]
+    assert any("b-bad.jsonl: repaired 1 count out of range (dropped)" in n for n in recorded)  # the run's files
     table = first.table
     assert len(table) == 6 and (table.error.fillna("") == "").all()
     again = run(_config(folder, tmp_path / "out", lenient=True), progress=False)
