@@ -38,7 +38,17 @@ from bench.pricing import RECORDED, UnknownModelError, add_prices, price_table, 
 from bench.records import SCHEMA_VERSION, TaskResult
 from bench.replay import BILLING_VERSION, ReplayConfig, replay
 from bench.sources import trace_hash
-from bench.store import DETAIL, Store, TaskOutput, export, load_results, provenance, task_output, write_plan, write_run
+from bench.store import (
+    DETAIL,
+    Store,
+    TaskOutput,
+    export,
+    load_results,
+    provenance,
+    task_output,
+    write_plan,
+    write_run,
+)
 from bench.token_calibration import calibration_key
 from bench.tokens import TokenCounter, Tokenizer
 from traces.formats import ReadResult
@@ -176,27 +186,13 @@ def expand_grid(text: str) -> list[str]:
 
 
 def strategy_specs(config: RunConfig) -> list[strategies.StrategySpec]:
-    """Parse and build every strategy once, so a bad name fails before any replay."""
+    """Parse and build every strategy once, so a bad name, type or value fails before any replay
+    (``strategies.build`` checks each parameter against its range: ``strategies.check_params``)."""
     texts = [t for s in (config.strategies or strategies.names()) for t in expand_grid(s)]
     specs = list({spec.label: spec for spec in map(strategies.parse_spec, texts)}.values())
     for spec in specs:
         strategies.build(spec)
-        _check_types(spec)
     return specs
-
-
-def _check_types(spec: strategies.StrategySpec) -> None:
-    """Refuse text where the default is a number or a flag (``prune_protect=abc``) before any replay."""
-    try:
-        defaults = strategies.build(spec.name)
-    except strategies.StrategyError:  # a class with required parameters: nothing to compare with
-        return
-    for key, value in spec.params.items():
-        default = getattr(defaults, key)
-        if isinstance(default, bool | int | float) and not isinstance(value, bool | int | float):
-            kind = "True or False" if isinstance(default, bool) else "a number"
-            raise strategies.StrategyError(
-                f"strategy {spec.label!r}: parameter {key!r} takes {kind} (default {default!r}), not {value!r}")
 
 
 def task_key(trace_sha: str, spec: strategies.StrategySpec, config: RunConfig) -> str:
@@ -554,6 +550,8 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
         "traces": [{k: v for k, v in t.items() if k != "position"}
                    for t in sorted(planned.traces, key=lambda t: t["position"])],
         "filtered": {"filters": trace_filter(config).describe(), "kept": notes.kept, **notes.filtered},
+        "import_notes": notes.notes,  # what the importers noticed; with --lenient, what they repaired
+        "skipped_records": notes.skipped,  # bad records skipped with --lenient
         "pricing_table": price_table()[0],
         "unpriced_models": sorted(unpriced),
         "tokenizer": Tokenizer().name,

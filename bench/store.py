@@ -87,7 +87,26 @@ class TaskOutput:
 
 
 def task_output(key: str, result: TaskResult, window: int | None, detail: str = "full") -> TaskOutput:
-    """Flatten one task for the store: metrics from its own rows, records as columns (no deep copy)."""
+    """Flatten one task for the store: metrics from its own rows, records as columns (no deep copy).
+
+    Never raises: a task whose rows cannot be stored (a count past 64 bits from a trace that did not
+    come through an importer's checks, a value of no storable type) becomes a failed row naming why,
+    so the other tasks of its job, its batch and its run are stored as usual.
+    """
+    try:
+        out = _task_output(key, result, window, detail)
+        problem = row_problem(out.row) or next(
+            (f"{name}: {p}" for name, rows in out.tables.items() if isinstance(rows, list)
+             for p in map(row_problem, rows) if p), None)
+        if problem is None:
+            return out
+        reason = f"unstorable result ({problem})"
+    except Exception as e:  # noqa: BLE001 - recorded as the task's error, never lost
+        reason = f"unstorable result ({type(e).__name__}: {str(e)[:300]})"
+    return failed_output(key, result.trace, result.strategy, reason, window)
+
+
+def _task_output(key: str, result: TaskResult, window: int | None, detail: str) -> TaskOutput:
     import pyarrow as pa
 
     from bench.metrics import task_row
@@ -103,6 +122,47 @@ def task_output(key: str, result: TaskResult, window: int | None, detail: str = 
         if name in keep and rows:
             tables[name] = rows
     return TaskOutput(key, task_row(result, window), tables)
+
+
+def failed_output(key: str, trace: str, strategy: str, reason: str, window: int | None = None) -> TaskOutput:
+    """A task stored as failed, with its reason and no records (it runs again on a re-run)."""
+    from bench.metrics import task_row
+
+    return TaskOutput(key, task_row(TaskResult(str(trace), str(strategy), error=reason or "failed"), window))
+
+
+_INT64 = (-(2**63), 2**63)
+
+
+def row_problem(row: dict[str, Any]) -> str | None:
+    """An int in a flat row (or in a list or dict cell) that no Parquet column holds (past 64 bits),
+    or None. Cheap: a type test per value, on every task before it is buffered. Anything else that
+    cannot be stored (a value of no Arrow type) is caught when the batch is built (``Store._isolate``)."""
+    for k, v in row.items():
+        if isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v < _INT64[1]:
+            return f"{k} = {str(v)[:30]}{'…' if len(str(v)) > 30 else ''} is past 64 bits"
+        if isinstance(v, (list, dict, tuple)) and not _nested_ok(v):
+            return f"{k} holds an int past 64 bits"
+    return None
+
+
+def _nested_ok(v: Any) -> bool:
+    """A list or dict cell (a probe's detail): every int inside fits 64 bits."""
+    stack = [v]
+    while stack:
+        node = stack.pop()
+        items = node.values() if isinstance(node, dict) else node if isinstance(node, (list, tuple)) else ()
+        for x in items:
+            if isinstance(x, int) and not isinstance(x, bool) and not _INT64[0] <= x < _INT64[1]:
+                return False
+            if isinstance(x, (list, dict, tuple)):
+                stack.append(x)
+    return True
+
+
+_BAD_BATCH = (OverflowError, TypeError, ValueError, ArithmeticError)
+"""What building a batch's tables raises for a bad row (pyarrow's ArrowException subclasses
+ValueError/TypeError); a failed write (disk full, permissions) is an OSError and is not caught."""
 
 
 def _parts(data: Path, table: str) -> list[Path]:
@@ -178,24 +238,75 @@ class Store:
             self.flush()
 
     def flush(self) -> None:
-        """Write the buffered tasks as one batch; the results part last, as the commit."""
+        """Write the buffered tasks as one batch; the results part last, as the commit.
+
+        The batch's tables are built before anything is written; when one row cannot be stored
+        (a value no Parquet column holds), the batch is built again task by task and each task
+        that fails is stored as a failed row naming why (``_isolate``): one bad task never costs
+        the others of its batch their results.
+        """
         if not self._rows:
             return
-        import pyarrow as pa
-
         name = PART.format(self._next)
         with no_interrupt():
-            for table, items in self._tables.items():
-                if table in _RECORDS:
-                    parts = [t.append_column("key", pa.array([key] * t.num_rows, pa.string())) for key, t in items]
-                    data = pa.concat_tables(parts, promote_options="permissive")
-                else:
-                    data = pa.Table.from_pylist([{**row, "key": key} for key, rows in items for row in rows])
-                _write_parquet(data, self.data / table / name)
-            _write_parquet(pa.Table.from_pylist(self._rows), self.data / "results" / name)
+            try:
+                built = self._build(self._rows, self._tables)
+            except _BAD_BATCH:
+                built = self._isolate()
+            for table, data in built.items():
+                if table != "results":
+                    _write_parquet(data, self.data / table / name)
+            _write_parquet(built["results"], self.data / "results" / name)
             self.written += len(self._rows)
             self._next += 1
             self._rows, self._tables, self._bytes = [], {}, 0
+
+    @staticmethod
+    def _build(rows: list[dict[str, Any]], tables: dict[str, list[Any]]) -> dict[str, Any]:
+        """The pyarrow tables of a batch: record tables with their ``key`` column, then ``results``."""
+        import pyarrow as pa
+
+        built: dict[str, Any] = {}
+        for table, items in tables.items():
+            if table in _RECORDS:
+                parts = [t.append_column("key", pa.array([key] * t.num_rows, pa.string())) for key, t in items]
+                built[table] = pa.concat_tables(parts, promote_options="permissive")
+            else:
+                built[table] = pa.Table.from_pylist([{**row, "key": key} for key, rows in items for row in rows])
+        built["results"] = pa.Table.from_pylist(rows)
+        return built
+
+    def _isolate(self) -> dict[str, Any]:
+        """The batch built task by task: a task whose tables cannot be built, or cannot join the
+        others' (a column of another type), is kept as a failed row with the reason instead."""
+        import pyarrow as pa
+
+        per_key: dict[str, dict[str, list[Any]]] = {}
+        for table, items in self._tables.items():
+            for key, data in items:
+                per_key.setdefault(key, {}).setdefault(table, []).append((key, data))
+        joined: dict[str, Any] = {}
+        for i, row in enumerate(self._rows):
+            key = row["key"]
+            try:
+                own = self._build([row], per_key.get(key, {}))
+                trial = {t: pa.concat_tables([joined[t], d], promote_options="permissive") if t in joined else d
+                         for t, d in own.items()}
+            except _BAD_BATCH as e:
+                reason = f"unstorable result ({type(e).__name__}: {str(e)[:300]})"
+                failed = failed_output(key, row.get("trace", ""), row.get("strategy", ""), reason)
+                self._rows[i] = {**failed.row, "key": key}
+                try:
+                    own = self._build([self._rows[i]], {})
+                    trial = {"results": pa.concat_tables([joined["results"], own["results"]],
+                                                         promote_options="permissive")
+                             if "results" in joined else own["results"]}
+                except _BAD_BATCH:  # not even its failed row fits: left out, so it runs again
+                    continue
+            joined.update(trial)
+        if "results" not in joined:
+            joined["results"] = pa.Table.from_pylist([])
+        return joined
 
 
 def _write_parquet(table, path: Path) -> None:

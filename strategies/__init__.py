@@ -20,18 +20,20 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import math
 import os
 import re
 import sys
 import traceback
-from dataclasses import fields, is_dataclass
+from collections.abc import Mapping
+from dataclasses import MISSING, fields, is_dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from strategies._tools import drop_range, rewrite_results
-from strategies.base import HOOKS, Event, Outcome, Strategy, StrategySpec, event
+from strategies.base import COUNT, FRACTION, HOOKS, Event, Outcome, Range, Strategy, StrategySpec, event
 
 __all__ = [
     "REGISTRY",
@@ -42,6 +44,7 @@ __all__ = [
     "StrategySpec",
     "StrategyError",
     "build",
+    "check_params",
     "drop_range",
     "event",
     "names",
@@ -286,7 +289,8 @@ def parse_spec(text: str) -> StrategySpec:
 
 
 def build(spec: StrategySpec | str) -> Strategy:
-    """Instantiate a strategy from its spec, refusing parameters its dataclass does not declare."""
+    """Instantiate a strategy from its spec, refusing parameters its dataclass does not declare and
+    values of the wrong type or outside their range (``check_params``)."""
     if isinstance(spec, str):
         spec = parse_spec(spec)
     cls, preset = resolve(spec.name)
@@ -297,7 +301,53 @@ def build(spec: StrategySpec | str) -> Strategy:
             f"strategy {spec.name!r} has no parameter {', '.join(map(repr, unknown))}; "
             f"it takes: {', '.join(sorted(allowed))}"
         )
+    check_params(cls, spec, preset)
     try:
         return cls(**{**preset, **spec.params})
     except (TypeError, ValueError) as e:
         raise StrategyError(f"strategy {spec.name!r}: {e}") from None
+
+
+_FRACTION_NAMES = ("_pct", "fraction")
+
+
+def param_range(cls: type[Strategy], key: str, default: Any) -> tuple[Range, str]:
+    """The range of one numeric parameter and where it comes from: the strategy's own ``ranges``
+    (bounds its agent documents), else the generic rule: a share of the window (a float default in
+    (0, 1], or a name ending in ``_pct`` / ``fraction``) in (0, 1], any other number in [0, 2^53)."""
+    declared = getattr(cls, "ranges", {})
+    if isinstance(declared, Mapping) and key in declared:
+        return declared[key], "declared by the strategy"
+    share = (isinstance(default, float) and 0 < default <= 1) or key.endswith(_FRACTION_NAMES)
+    return (FRACTION, "a share of the window") if share else (COUNT, "a count or threshold")
+
+
+def check_params(cls: type[Strategy], spec: StrategySpec, preset: Mapping[str, Any] | None = None) -> None:
+    """Refuse a parameter value of the wrong type, not finite, or outside its range, before any replay.
+
+    Types are compared with the default (the preset's, else the dataclass's): a flag takes True or
+    False, a number a number (a whole number where the default is an int). Numbers must be finite
+    (``1e400`` parses as infinity) and inside ``param_range``. The error names the parameter and
+    its range. Presets in REGISTRY are ours and are not re-checked.
+    """
+    defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+    defaults.update(preset or {})
+    for key, value in spec.params.items():
+        default = defaults.get(key)
+        where = f"strategy {spec.label!r}: parameter {key!r}"
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise StrategyError(f"{where} takes True or False (default {default!r}), not {value!r}")
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if isinstance(default, int | float) and not number:
+            raise StrategyError(f"{where} takes a number (default {default!r}), not {value!r}")
+        if not number:
+            continue
+        rng, why = param_range(cls, key, default)
+        if not math.isfinite(value):
+            raise StrategyError(f"{where} is {value!r}: it takes a finite number in {rng} ({why})")
+        if isinstance(default, int) and isinstance(value, float) and not value.is_integer():
+            raise StrategyError(f"{where} takes a whole number in {rng} (default {default!r}), not {value!r}")
+        if value not in rng:
+            raise StrategyError(f"{where} is {value!r}, outside its range {rng} ({why})")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from bench.context import Context
 from strategies._tools import carry_request, latest_human_text, remember_files, step_start, text_user, waiting_from
-from strategies.base import Outcome, Strategy, event
+from strategies.base import POSITIVE, Outcome, Strategy, event
 
 if TYPE_CHECKING:
     from bench.session import Session
@@ -66,6 +66,9 @@ class Amp(Strategy):
     name = "amp"
     citation = "Amp (closed source): ampcode.com Handoff post (Nov 2025); amp-code-spec teardown v0.0.1769212917"
     version = 3
+
+    ranges = {"bytes_per_token": POSITIVE}
+    """A divisor: a file's bytes over it estimate its tokens."""
 
     estimator: str = "truth"
     threshold: int = 100_000

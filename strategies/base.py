@@ -81,6 +81,48 @@ def event(
     return Event(kind, before.truth, after.truth, touched, summary_tokens, detail)
 
 
+MAX_PARAM = 2**53
+"""No numeric parameter reaches 2^53 (the same bound as a token count, traces.model.MAX_COUNT)."""
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric parameter may take: ``[lo, hi]``, either end open, whole numbers or any.
+
+    Why: a parameter is a threshold, a count or a share of the window, and a value outside its
+    range (``prune_protect=-5``, ``=1e30``, ``limit_fraction=2``) runs silently and yields numbers
+    that mean nothing. ``strategies.check_params`` refuses it before any replay, naming the range.
+    """
+
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def __contains__(self, value: object) -> bool:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return False
+        above = value > self.lo if self.lo_open else value >= self.lo
+        below = value < self.hi if self.hi_open else value <= self.hi
+        return above and below
+
+    def __str__(self) -> str:
+        def show(x: float) -> str:
+            return "2^53" if x == MAX_PARAM else f"{x:g}"
+
+        return f"{'(' if self.lo_open else '['}{show(self.lo)}, {show(self.hi)}{')' if self.hi_open else ']'}"
+
+
+COUNT = Range(0, MAX_PARAM, hi_open=True)
+"""The generic rule for a count, size or threshold in tokens: non-negative, below 2^53."""
+POSITIVE = Range(0, MAX_PARAM, lo_open=True, hi_open=True)
+"""A divisor or rate (bytes per token): above 0."""
+FRACTION = Range(0, 1, lo_open=True)
+"""The generic rule for a share of the window: (0, 1] (a trigger at 0% would compact every call)."""
+SHARE = Range(0, 1)
+"""A share where 0 is meaningful (a similarity threshold, a minimum progress): [0, 1]."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Strategy:
     """Base class: no-op hooks, the estimator field, and class-level identity.
@@ -93,6 +135,11 @@ class Strategy:
     name: ClassVar[str] = ""
     citation: ClassVar[str] = ""
     version: ClassVar[int] = 1
+
+    ranges: ClassVar[Mapping[str, Range]] = {}
+    """The range of each numeric parameter whose bounds the agent documents; the others follow the
+    generic rule of ``strategies.check_params`` (finite; a share of the window in (0, 1]; any other
+    number in [0, 2^53))."""
 
     estimator: str = "chars/4"
     """The local token estimate this agent decides with (spec/strategies.md §0)."""

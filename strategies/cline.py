@@ -28,7 +28,7 @@ from strategies._tools import (
     tool_inputs,
     without_orphan_results,
 )
-from strategies.base import Event, Outcome, Strategy, event
+from strategies.base import SHARE, Event, Outcome, Strategy, event
 from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse
 
 if TYPE_CHECKING:
@@ -104,6 +104,9 @@ class Cline(Strategy):
     citation = ("cline/cline @94f5a47a59d4de809463911aad9b9672ab1cbbbf apps/vscode/src/core/context/"
                 "context-management/ContextManager.ts + context-window-utils.ts + core/prompts/responses.ts")
     version = 5
+
+    ranges = {"dedup_threshold": SHARE}
+    """The share of characters a deduplication must save (0: any saving)."""
 
     estimator: str = "truth"
     """Cline decides on the provider-reported usage of the previous request, not a local estimate."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from bench.context import Context
 from strategies._tools import drop_range, last_assistant_index, rewrite_results, text_user
-from strategies.base import CUT_LATEST_HUMAN, Event, Outcome, Strategy, event
+from strategies.base import CUT_LATEST_HUMAN, FRACTION, Event, Outcome, Range, Strategy, event
 from traces.model import Message, Text, ToolResult
 
 if TYPE_CHECKING:
@@ -99,6 +99,9 @@ class Codex(Strategy):
     citation = ("openai/codex @0100b103625752f6a10c21b79a8c423761dc4c6a codex-rs/core/src/compact.rs; "
                 "templates/compact/summary_prefix.md @50a53333; protocol/src/openai_models.rs; models.json @21dac7d7")
     version = 5
+
+    ranges = {"limit_fraction": FRACTION, "effective_window_percent": Range(0, 100, lo_open=True)}
+    """A share of the window; effective_context_window_percent is a percent (ModelInfo, openai_models.rs)."""
 
     estimator: str = "bytes/4"
     limit_fraction: float | None = 0.9

@@ -22,7 +22,7 @@ from bench.context import Context
 from bench.prefix import starts_with
 from bench.tokens import MESSAGE_OVERHEAD, TokenCounter, remember, safe_split
 from strategies._tools import is_empty, last_assistant_index, text_assistant, text_user
-from strategies.base import Event, Outcome, Strategy, event
+from strategies.base import FRACTION, Event, Outcome, Range, Strategy, event
 from traces.model import Block, Image, Message, Text, ToolResult, ToolUse
 
 if TYPE_CHECKING:
@@ -467,6 +467,10 @@ class GeminiCli(Strategy):
     model turn runs on past an empty user message: a call, an empty user message and an empty
     model message are one turn that made a call, so the history is not compressed whole while the
     call's result waits (found by the slow contract suite once compressions were no longer refused)."""
+
+    ranges = {"threshold": FRACTION, "preserve": Range(0, 1, hi_open=True)}
+    """compressionThreshold is a fraction of the model's token limit; COMPRESSION_PRESERVE_THRESHOLD a share
+    of the history kept (all of it, 1, would compress nothing)."""
 
     estimator: str = "truth"
     threshold: float = 0.5

@@ -33,7 +33,7 @@ from strategies._tools import (
     tool_names,
     waiting_from,
 )
-from strategies.base import Outcome, Strategy, event
+from strategies.base import COUNT, FRACTION, Outcome, Strategy, event
 from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse, Usage
 
 if TYPE_CHECKING:
@@ -110,6 +110,9 @@ class OpenCode(Strategy):
     summary_overhead = False
     """The compaction agent has its own system prompt and no tools (strategies.md §1.4): the summary request
     does not carry the agent's fixed overhead. Version 3: billed so."""
+
+    ranges = {"prune_protect": COUNT, "prune_minimum": COUNT, "tail_fraction": FRACTION}
+    """PRUNE_PROTECT / PRUNE_MINIMUM are token counts (compaction.ts); the tail is a share of the usable window."""
 
     estimator: str = "chars/4"
     generation: str = "classic"

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from bench.context import Context
 from bench.prefix import derived, starts_with
 from strategies._tools import latest_human_index, quote_latest_human, safe_cut, text_user, waiting_from
-from strategies.base import Outcome, Strategy, event
+from strategies.base import SHARE, Outcome, Strategy, event
 from traces.model import Block, Message, Text, ToolResult
 
 if TYPE_CHECKING:
@@ -134,6 +134,9 @@ class LLMSummarizing(Strategy):
     summary_overhead = False
     """The condenser's request is one user message (instructions, the previous summary, the forgotten events)
     with no agent system prompt or tools (strategies.md §6.4-6.5): billed without the fixed overhead (version 3)."""
+
+    ranges = {"minimum_progress": SHARE}
+    """The share of events a condensation must forget (0: any)."""
 
     estimator: str = "truth"
     generation: str = "v1"

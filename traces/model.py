@@ -28,9 +28,24 @@ class TraceError(ValueError):
         """``at`` is the record path inside the file (``messages[12].content[0]``) when there is one."""
         where = f"{path}:{line}: " if path is not None and line is not None else (f"{path}: " if path else "")
         super().__init__(where + (f"{at}: " if at else "") + message)
+        self.reason = message
+        """The message without the place (so a caller can add to it and raise it again)."""
         self.path = path
         self.line = line
         self.at = at
+
+
+MAX_COUNT = 2**53
+"""Token counts, sizes and windows are whole numbers in [0, MAX_COUNT) (and windows above 0).
+
+Why 2^53: every integer below it is exact in a float64, so sums, ratios and prices computed from
+counts stay exact, and it is far inside Parquet's int64 (a count of 2^63 or 1e300 overflowed the
+task store's write). ``traces.formats._common`` enforces it on the way in (``get_int`` for each
+field read, ``check_trace`` for every trace an importer built)."""
+MAX_ID = 4096
+"""Longest id, tool name, agent or model name, in characters. Real ids are under 100 (a Claude Code
+``toolu_…`` is 30, an OpenCode part id 30, a Codex call id 40); a 5-million-character tool id made
+a run peak at 5.7 GB, as every event and request row repeats it."""
 
 
 @dataclass(frozen=True)

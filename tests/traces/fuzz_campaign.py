@@ -1,26 +1,33 @@
 """`make fuzz`: mutated variants of a seed file per registered importer, each read and, when accepted,
-written natively and replayed through `none`; any crash, hang, memory blow-up or unnamed error fails.
+written natively, replayed through `none` and run (``bench.runner.run``: `none` and the format's own
+agent's strategy, into a temporary task store); any crash, hang, memory blow-up or unnamed error fails.
 
 Why here (tests/, not bench/): the seeds are our test fixtures where no real file exists, and the
 campaign drives import → native write → replay, which no library module may depend on.
 
-Seeds: the smallest real files in ../shared/traces that each format claims (a format whose only
-seeds are real files is skipped, saying so, when the folder is absent), else our own fixtures
-(``FIXTURES``). Formats are taken from ``traces.formats.READERS``, so a new importer is fuzzed as
-soon as it is registered and has a seed.
+Seeds: every file in ../shared/traces that a format claims (the Entire checkpoint layout
+``<2hex>/<10hex>/<n>/full.jsonl`` of its §9 and §10 included, kept at its relative path; line files
+cut to whole lines within SEED_BYTES, whole-JSON files shrunk to MAX_WHOLE_JSON by halving their
+longest lists), and our own fixtures (``FIXTURES``) beside them; the files no format claims are
+listed. A format without any seed is skipped, saying so. Formats are taken from
+``traces.formats.READERS``, so a new importer is fuzzed as soon as it is registered and has a seed.
 
 Mutation families: byte flips, truncation, deleted and duplicated lines, wrong JSON types, missing
-keys, huge strings, deep nesting, invalid UTF-8, NUL bytes, lone-surrogate escapes. Structural ones
-act on one JSON unit (a JSONL line, the whole document, an SQLite row, one file of a tree).
+keys, huge strings, deep nesting, invalid UTF-8, NUL bytes, lone-surrogate escapes, and (issue 23)
+numbers at the 64-bit edges (2^53, 2^63, 2^64, 1e300, -1e30), negative numbers, numeric fields of
+the wrong type, and huge ids (5M characters, or just past the 4,096 limit). Structural ones act on one
+JSON unit (a JSONL line, the whole document, an SQLite row, one file of a tree).
 
 Each variant runs in a worker process: the importer forced (strict, then --lenient), detection
-(``load``), then for every trace accepted a native write and read back and a `none` replay. The
+(``load``), then for every trace accepted a native write and read back and a `none` replay, then
+(``run_every``) a `run` of the file as a user would (strict, or --lenient when only that accepts
+it; a task that fails with anything but an unknown model's price counts as a crash later). The
 worst outcome counts: accepted / clear error (a TraceError naming a file of the variant) / unnamed
 error / crash (any other exception while importing) / crash later (after an accepted import) / hang
 (over ``--timeout`` s) / memory (MemoryError, or the worker dying under its address-space limit).
 The string limit is lowered to ``--max-string`` in the workers so huge strings cross it cheaply.
 
-    python -m tests.traces.fuzz_campaign [--variants 2000] [--seed 0] [--workers 2] [--formats ...]
+    python -m tests.traces.fuzz_campaign [--variants 2000] [--seed 0] [--workers 2] [--formats ...] [--run-every 1]
 """
 
 from __future__ import annotations
@@ -45,14 +52,20 @@ from pathlib import Path
 from typing import Any
 
 FAMILIES = ("byte-flip", "truncate", "delete-lines", "duplicate-lines", "wrong-type", "missing-key",
-            "huge-string", "deep-nesting", "invalid-utf8", "nul", "surrogate")
+            "huge-string", "deep-nesting", "invalid-utf8", "nul", "surrogate", "int-edge", "negative",
+            "number-type", "huge-id")
 OUTCOMES = ("accepted", "clear error", "unnamed error", "crash", "crash later", "hang", "memory")
 FAILING = frozenset({"unnamed error", "crash", "crash later", "hang", "memory"})
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 SEED_BYTES = 48_000
 """Line formats are cut to whole lines within this size: a variant costs milliseconds, not seconds."""
 MAX_WHOLE_JSON = 120_000
-"""A whole-JSON real file larger than this is not a seed (cutting it would only make it invalid)."""
+"""A whole-JSON real file larger than this is shrunk (its longest lists halved) until it fits."""
+AGENT_STRATEGY = {"claude-code": "claude-code", "codex": "codex", "gemini-cli": "gemini-cli",
+                  "copilot-cli": "copilot-cli", "opencode": "opencode", "cline": "cline:sdk",
+                  "openhands": "openhands", "swe-agent": "swe-agent", "mini-swe-agent": "swe-agent",
+                  "aider": "aider"}
+"""The strategy a variant's `run` uses beside `none`: its own agent's (else ``opencode``)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,7 @@ class Tally:
     families: Counter[tuple[str, str]] = field(default_factory=Counter)
     lenient_accepted: int = 0
     failures: list[str] = field(default_factory=list)
+    seeds: int = 0
 
 
 # --- Seeds ---------------------------------------------------------------------------------------
@@ -96,8 +110,29 @@ def _is_whole_json(data: bytes) -> bool:
     return True
 
 
-def real_seeds(root: Path = SHARED, per_format: int = 2, seed_bytes: int = SEED_BYTES) -> dict[str, list[Seed]]:
-    """The smallest files each format claims in ../shared/traces, cut to SEED_BYTES when line-based."""
+def shrink_json(data: bytes, budget: int = MAX_WHOLE_JSON) -> bytes | None:
+    """A whole-JSON document cut to ``budget`` bytes by halving its longest lists (messages, events),
+    so that it stays valid and of its format; None when it cannot be (no list left to halve)."""
+    doc = json.loads(data)
+    for _ in range(80):
+        text = json.dumps(doc, ensure_ascii=False).encode()
+        if len(text) <= budget:
+            return text
+        lists = [c[k] for c, k in _nodes(doc, 50_000) if isinstance(c[k], list) and len(c[k]) > 1]
+        if isinstance(doc, list) and len(doc) > 1:
+            lists.append(doc)
+        if not lists:
+            return None
+        longest = max(lists, key=lambda xs: len(json.dumps(xs, ensure_ascii=False)))
+        del longest[max(1, len(longest) // 2):]
+    return None
+
+
+def real_seeds(root: Path = SHARED, per_format: int | None = None, seed_bytes: int = SEED_BYTES,
+               unclaimed: list[str] | None = None) -> dict[str, list[Seed]]:
+    """Every file each format claims in ../shared/traces (the smallest ``per_format`` when given), cut to
+    SEED_BYTES when line-based and shrunk to MAX_WHOLE_JSON when whole JSON; the files no format
+    claims are appended to ``unclaimed``."""
     from traces.formats import detect, expand
     from traces.model import TraceError
 
@@ -106,18 +141,24 @@ def real_seeds(root: Path = SHARED, per_format: int = 2, seed_bytes: int = SEED_
         try:
             found.setdefault(detect(path), []).append(path)
         except TraceError:
+            if unclaimed is not None:
+                unclaimed.append(str(path.relative_to(root)))
             continue
     seeds: dict[str, list[Seed]] = {}
     for fmt, paths in found.items():
-        for path in sorted(paths, key=lambda p: p.stat().st_size):
+        for path in sorted(paths, key=lambda p: (p.stat().st_size, str(p))):
             data = path.read_bytes()
             if _is_whole_json(data):
                 if len(data) > MAX_WHOLE_JSON:
-                    continue
+                    shrunk = shrink_json(data)
+                    if shrunk is None:
+                        continue
+                    data = shrunk
             else:
                 data = _cut_lines(data, seed_bytes)
-            seeds.setdefault(fmt, []).append(Seed(fmt, f"real:{path.relative_to(root)}", {path.name: data}, path.name))
-            if len(seeds[fmt]) == per_format:
+            rel = str(path.relative_to(root))
+            seeds.setdefault(fmt, []).append(Seed(fmt, f"real:{rel}", {rel: data}, rel))
+            if per_format is not None and len(seeds[fmt]) == per_format:
                 break
     return seeds
 
@@ -203,18 +244,22 @@ FIXTURES: dict[str, Callable[[], list[Seed]]] = {
 """Our own seeds, for the formats ../shared/traces has no file of."""
 
 
-def seeds(root: Path = SHARED, per_format: int = 2, seed_bytes: int = SEED_BYTES) -> tuple[
-        dict[str, list[Seed]], list[str]]:
-    """Seeds per registered format, and a line for each format skipped (and why)."""
+def seeds(root: Path = SHARED, per_format: int | None = None, seed_bytes: int = SEED_BYTES,
+          unclaimed: list[str] | None = None) -> tuple[dict[str, list[Seed]], list[str]]:
+    """Seeds per registered format (its real files, then its fixtures), and a line for each format
+    skipped (and why). With ``per_format`` only that many real files each (the test suite's sample:
+    its fixtures still join them, as a real file cut to a few KB may hold no model call at all, as
+    Copilot CLI's, whose system message alone is 20 KB)."""
     from traces.formats import READERS
 
-    real = real_seeds(root, per_format, seed_bytes)
+    real = real_seeds(root, per_format, seed_bytes, unclaimed)
     out, skipped = {}, []
     for fmt in READERS:
-        if real.get(fmt):
-            out[fmt] = real[fmt]
-        elif fmt in FIXTURES:
-            out[fmt] = FIXTURES[fmt]()
+        found = list(real.get(fmt, []))
+        if fmt in FIXTURES:
+            found += FIXTURES[fmt]()
+        if found:
+            out[fmt] = found
         else:
             why = f"no file of it in {root}" if root.is_dir() else f"{root} is absent"
             skipped.append(f"{fmt}: skipped, {why} and no fixture seed (tests/traces/fuzz_campaign.py FIXTURES)")
@@ -224,6 +269,12 @@ def seeds(root: Path = SHARED, per_format: int = 2, seed_bytes: int = SEED_BYTES
 # --- Mutations -----------------------------------------------------------------------------------
 
 JUNK: tuple[Any, ...] = (None, 0, -1, 1.5, 10**30, "", "12", "x", True, [], [1, "a"], {}, {"a": 1})
+EDGES: tuple[Any, ...] = (2**53, 2**63, 2**63 - 1, 2**64, 1e300, -1e30, -(2**63), 1e16 + 0.0)
+"""Numbers at the 64-bit edges (and past 2^53, where a float stops holding every integer)."""
+NOT_NUMBERS: tuple[Any, ...] = ("12", "200000", "1e3", "", True, False, None, [], [3], {}, {"n": 3})
+HUGE_IDS = (5_000_000, 4097, 50_000)
+"""Lengths of a huge id: issue 23's 5M characters, just past the limit (traces.model.MAX_ID), between."""
+_ID_KEY = ("id", "Id", "ID", "name", "callID", "call_id", "tool_use_id", "toolCallId", "sessionId", "uuid")
 DEEP_TOKEN = "__fuzz_deep__"
 
 
@@ -248,12 +299,28 @@ def _mutate_json(doc: Any, family: str, rng: random.Random, huge: int) -> str | 
         nodes = [(c, k) for c, k in nodes if isinstance(c, dict)]
     elif family in ("huge-string", "surrogate", "nul"):
         nodes = [(c, k) for c, k in nodes if isinstance(c[k], str)] or nodes
+    elif family in ("int-edge", "negative", "number-type"):
+        nodes = [(c, k) for c, k in nodes if isinstance(c[k], int | float) and not isinstance(c[k], bool)] or nodes
+    elif family == "huge-id":
+        nodes = [(c, k) for c, k in nodes if isinstance(c, dict) and isinstance(c[k], str)
+                 and str(k).endswith(_ID_KEY)] or [(c, k) for c, k in nodes if isinstance(c[k], str)] or nodes
     if not nodes:
         return None
     container, key = rng.choice(nodes)
     old = container[key]
     if family == "wrong-type":
         container[key] = rng.choice([j for j in JUNK if type(j) is not type(old)])
+    elif family == "int-edge":
+        container[key] = rng.choice(EDGES)
+    elif family == "negative":
+        magnitude = abs(old) if isinstance(old, int | float) and not isinstance(old, bool) and old else 1
+        container[key] = -rng.choice((magnitude, 1, 5_000_000, magnitude * 1000))
+    elif family == "number-type":
+        container[key] = rng.choice(NOT_NUMBERS)
+    elif family == "huge-id":
+        n = rng.choice(HUGE_IDS)
+        base = old if isinstance(old, str) and old else "id"
+        container[key] = (base * (n // len(base) + 1))[:n]
     elif family == "missing-key":
         del container[key]
     elif family == "huge-string":
@@ -299,14 +366,17 @@ def _mutate_text(data: bytes, family: str, rng: random.Random, huge: int) -> byt
     insert = {"invalid-utf8": rng.choice((b"\xff", b"\xfe\xff", b"\xc3", b"\xed\xa0\x80", b"\xe2\x82")),
               "nul": b"\x00", "surrogate": b"\\ud83d", "huge-string": b"x" * rng.choice((huge // 2, 4 * huge)),
               "deep-nesting": b"[" * 3000, "wrong-type": rng.choice((b"1.2.3k", b"-5", b"null", b"\"12\"")),
-              "missing-key": b""}[family]
+              "int-edge": rng.choice((b"18446744073709551616", b"9223372036854775808", b"1e300")),
+              "negative": rng.choice((b"-", b"-1", b"-1e30")), "number-type": rng.choice((b"\"", b"true")),
+              "huge-id": b"i" * rng.choice(HUGE_IDS), "missing-key": b""}[family]
     i = rng.randrange(n)
     if family == "missing-key":
         return data[:i] + data[i + rng.randint(1, 40):]
     return data[:i] + insert + data[i:]
 
 
-STRUCTURAL = ("wrong-type", "missing-key", "huge-string", "deep-nesting", "surrogate", "nul")
+STRUCTURAL = ("wrong-type", "missing-key", "huge-string", "deep-nesting", "surrogate", "nul", "int-edge", "negative",
+              "number-type", "huge-id")
 
 
 def _mutate_bytes(data: bytes, family: str, rng: random.Random, huge: int) -> bytes:
@@ -383,8 +453,9 @@ def _named(message: str, files: list[Path]) -> bool:
 _SHARED: dict[str, Any] = {}
 
 
-def check_variant(fmt: str, entry: Path, files: list[Path]) -> tuple[str, bool, str]:
-    """(outcome, accepted with --lenient, detail) of one variant, from import through a `none` replay."""
+def check_variant(fmt: str, entry: Path, files: list[Path], do_run: bool = False) -> tuple[str, bool, str]:
+    """(outcome, accepted with --lenient, detail) of one variant, from import through a `none` replay
+    and, with ``do_run``, a `run` of the file (``run_check``)."""
     import strategies
     from bench.pricing import profile
     from bench.replay import ReplayConfig, replay
@@ -427,7 +498,54 @@ def check_variant(fmt: str, entry: Path, files: list[Path]) -> tuple[str, bool, 
                 return "memory", True, "MemoryError after import"
             except Exception as e:  # noqa: BLE001
                 return "crash later", runs[1][0] == "accepted", _where(e)
+    if do_run and (runs[0][0] == "accepted" or runs[1][0] == "accepted"):
+        try:
+            run_check(fmt, entry, files, lenient=runs[0][0] != "accepted")
+        except MemoryError:
+            return "memory", True, "MemoryError in run"
+        except Exception as e:  # noqa: BLE001
+            return "crash later", runs[1][0] == "accepted", "run: " + _where(e)
     return runs[0][0], runs[1][0] == "accepted", runs[0][2]
+
+
+def run_check(fmt: str, entry: Path, files: list[Path], *, lenient: bool) -> None:
+    """`run` the variant as a user would: `none` and its agent's strategy, into a temporary task store.
+
+    Raises when the run raises (but a TraceError naming a file of the variant: the run detects the
+    format, which a mutation may have hidden, and that error is the CLI's clear exit 2), when a task
+    failed (a bad value must be refused on import, not fail every task later) or when a dollar figure
+    is negative (issue 23). A run under
+    the recorded model whose tasks fail only for a model without a price (by design: that error asks
+    for --prices) is run again as claude-sonnet-4-5, so the replay is still exercised.
+    """
+    from bench.runner import RunConfig, run
+    from traces.model import TraceError
+
+    for model in ("recorded", "claude-sonnet-4-5"):
+        with tempfile.TemporaryDirectory(prefix="cb-fuzz-run-") as tmp:
+            config = RunConfig(traces=(str(entry),), strategies=("none", AGENT_STRATEGY.get(fmt, "opencode")),
+                               model=model, workers=1, executor="local", out=tmp, name="r", csv="no",
+                               lenient=lenient)
+            try:
+                out = run(config, progress=False)
+            except TraceError as e:
+                if _named(str(e), files):
+                    return
+                raise
+            except ValueError as e:
+                if str(e).startswith("no traces to replay"):  # a companion file: claimed, holds no trace
+                    return
+                raise
+            money = [c for c in ("cost", "cost_no_cache") if c in out.table]
+            negative = [f"{c} {v}" for c in money for v in out.table[c].dropna() if v < 0]
+            if negative:
+                raise RuntimeError(f"negative dollars: {negative[0]}")
+            errors = [f"{t} × {s}: {err}" for t, s, err in out.errors]
+            priced = [e for e in errors if "UnknownModelError" not in e.split(": ")[1]]
+            if priced:
+                raise RuntimeError(f"task failed: {priced[0][:300]}")
+            if not errors:
+                return
 
 
 def _where(e: BaseException) -> str:
@@ -452,8 +570,8 @@ def _worker(conn: Any, max_string: int, memory_bytes: int) -> None:
         job = conn.recv()
         if job is None:
             return
-        fmt, entry, files = job
-        conn.send(check_variant(fmt, Path(entry), [Path(f) for f in files]))
+        fmt, entry, files, do_run = job
+        conn.send(check_variant(fmt, Path(entry), [Path(f) for f in files], do_run))
 
 
 class Worker:
@@ -469,7 +587,7 @@ class Worker:
         self.proc = ctx.Process(target=_worker, args=(child, *self.args), daemon=True)
         self.proc.start()
 
-    def run(self, job: tuple[str, str, list[str]], timeout: float) -> tuple[str, bool, str]:
+    def run(self, job: tuple[str, str, list[str], bool], timeout: float) -> tuple[str, bool, str]:
         self.conn.send(job)
         if self.conn.poll(timeout):
             try:
@@ -500,19 +618,20 @@ class Worker:
 
 
 def variants(seed_list: list[Seed], n: int, rng: random.Random) -> Iterator[tuple[int, Seed, str, random.Random]]:
-    """``n`` (index, seed, family, rng) jobs: families in turn, seeds in turn within each family."""
+    """``n`` (index, seed, family, rng) jobs: families in turn, and seeds in turn with an offset that
+    moves by one every round of families, so that every seed meets every family."""
     for i in range(n):
         family = FAMILIES[i % len(FAMILIES)]
-        seed = seed_list[(i // len(FAMILIES)) % len(seed_list)]
+        seed = seed_list[(i + i // len(FAMILIES)) % len(seed_list)]
         yield i, seed, family, random.Random(rng.getrandbits(64))
 
 
 class InProcess:
     """``workers=0``: variants run in this process (the test suite's sample: no hang or memory guard)."""
 
-    def run(self, job: tuple[str, str, list[str]], timeout: float) -> tuple[str, bool, str]:
-        fmt, entry, files = job
-        return check_variant(fmt, Path(entry), [Path(f) for f in files])
+    def run(self, job: tuple[str, str, list[str], bool], timeout: float) -> tuple[str, bool, str]:
+        fmt, entry, files, do_run = job
+        return check_variant(fmt, Path(entry), [Path(f) for f in files], do_run)
 
     def close(self) -> None:
         pass
@@ -520,9 +639,13 @@ class InProcess:
 
 def campaign(n: int = 2000, *, seed: int = 0, workers: int = 1, formats: list[str] | None = None,
              timeout: float = 60.0, max_string: int = 256 * 1024, memory_mb: int = 3072, root: Path = SHARED,
-             per_format: int = 2, seed_bytes: int = SEED_BYTES, keep: Path | None = None,
-             out: Callable[[str], None] = print) -> tuple[dict[str, Tally], list[str]]:
-    """Run ``n`` variants per format; returns the tallies and the skipped formats' lines.
+             per_format: int | None = None, seed_bytes: int = SEED_BYTES, keep: Path | None = None,
+             run_every: int = 1, out: Callable[[str], None] = print) -> tuple[dict[str, Tally], list[str]]:
+    """Run ``n`` variants per format; returns the tallies and the skipped formats' lines (and a line
+    listing the files of ``root`` no format claims).
+
+    Every ``run_every``-th variant (0: none) is also `run` when accepted (``run_check``): the test
+    suite's sample runs a few, ``make fuzz`` every one.
 
     Failing variants are copied under ``keep`` (``<format>-<index>/``) when it is given.
 
@@ -530,9 +653,13 @@ def campaign(n: int = 2000, *, seed: int = 0, workers: int = 1, formats: list[st
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    all_seeds, skipped = seeds(root, per_format, seed_bytes)
+    unclaimed: list[str] = []
+    all_seeds, skipped = seeds(root, per_format, seed_bytes, unclaimed)
     chosen = {f: s for f, s in all_seeds.items() if formats is None or f in formats}
-    tallies = {f: Tally() for f in chosen}
+    tallies = {f: Tally(seeds=len(s)) for f, s in chosen.items()}
+    if unclaimed:
+        skipped.append(f"{len(unclaimed)} files of {root} no format claims, not seeds: "
+                       + ", ".join(sorted(unclaimed)[:6]) + (" …" if len(unclaimed) > 6 else ""))
     pool: list[Any] = [Worker(max_string, memory_mb << 20) for _ in range(workers)] or [InProcess()]
     free = list(pool)
     lock = threading.Lock()
@@ -547,7 +674,8 @@ def campaign(n: int = 2000, *, seed: int = 0, workers: int = 1, formats: list[st
             entry, files = write_variant(sd, family, rng, folder, max_string)
             worker = free.pop()
             try:
-                outcome, lenient_ok, detail = worker.run((fmt, str(entry), [str(f) for f in files]), timeout)
+                do_run = bool(run_every) and i % run_every == 0
+                outcome, lenient_ok, detail = worker.run((fmt, str(entry), [str(f) for f in files], do_run), timeout)
             finally:
                 free.append(worker)
             with lock:
@@ -574,16 +702,17 @@ def campaign(n: int = 2000, *, seed: int = 0, workers: int = 1, formats: list[st
 
 def table(tallies: dict[str, Tally], seeds_used: dict[str, list[Seed]] | None = None) -> str:
     """Outcomes per format, as a markdown table."""
-    head = ["format", "variants", *OUTCOMES, "accepted --lenient"]
+    head = ["format", "seeds", "variants", *OUTCOMES, "accepted --lenient"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for fmt, t in tallies.items():
         total = sum(t.outcomes.values())
-        rows.append("| " + " | ".join([fmt, f"{total:,}", *(f"{t.outcomes[o]:,}" for o in OUTCOMES),
+        rows.append("| " + " | ".join([fmt, f"{t.seeds:,}", f"{total:,}", *(f"{t.outcomes[o]:,}" for o in OUTCOMES),
                                        f"{t.lenient_accepted:,}"]) + " |")
     total = Counter[str]()
     for t in tallies.values():
         total.update(t.outcomes)
-    rows.append("| " + " | ".join(["**all**", f"{sum(total.values()):,}", *(f"{total[o]:,}" for o in OUTCOMES),
+    rows.append("| " + " | ".join(["**all**", f"{sum(t.seeds for t in tallies.values()):,}", f"{sum(total.values()):,}",
+                                   *(f"{total[o]:,}" for o in OUTCOMES),
                                    f"{sum(t.lenient_accepted for t in tallies.values()):,}"]) + " |")
     return "\n".join(rows)
 
@@ -599,20 +728,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-string", type=int, default=256 * 1024, help="the string limit in the workers")
     p.add_argument("--memory-mb", type=int, default=3072, help="address-space limit of a worker")
     p.add_argument("--traces", type=Path, default=SHARED, help="real sessions to seed from")
+    p.add_argument("--run-every", type=int, default=1, help="`run` every n-th accepted variant (0: never)")
     args = p.parse_args(argv)
     import traces.formats._common as common
 
     print(f"fuzzing {args.variants} variants per format, seed {args.seed}, {args.workers} worker(s); limits: "
           f"depth {getattr(common, 'MAX_DEPTH', '?')}, strings {args.max_string:,} characters (lowered from the "
-          f"default {getattr(common, 'MAX_STRING', 0):,} for speed); seeds from {args.traces}")
+          f"default {getattr(common, 'MAX_STRING', 0):,} for speed); seeds from {args.traces}; `run` on every "
+          f"{args.run_every or 'no'} accepted variant(s)")
     if not args.traces.is_dir():
         print(f"note: {args.traces} is absent: formats seeded only by real files are skipped")
     keep = Path(tempfile.gettempdir()) / f"cb-fuzz-failures-{args.seed}"
     tallies, skipped = campaign(args.variants, seed=args.seed, workers=args.workers, formats=args.formats,
                                 timeout=args.timeout, max_string=args.max_string, memory_mb=args.memory_mb,
-                                root=args.traces, keep=keep)
+                                root=args.traces, keep=keep, run_every=args.run_every)
     for line in skipped:
         print(f"note: {line}")
+    print(f"random seed {args.seed}")
     print(table(tallies))
     failures = [f for t in tallies.values() for f in t.failures]
     for f in failures[:50]:

@@ -81,21 +81,42 @@ def detect(path: Path) -> str:
 
 
 def read_path(path: Path, *, lenient: bool = False, fmt: str | None = None) -> ReadResult:
-    """Read one file with its importer; text is validated on the way in (traces.formats._common).
+    """Read one file with its importer; text, numbers and ids are validated on the way in
+    (traces.formats._common: ``get_int`` per field, ``check_trace`` per trace built).
 
-    With ``lenient``, bad text is repaired and counted in the notes rather than refused.
+    With ``lenient``, bad text and out-of-range values are repaired and counted in the notes rather
+    than refused. A strict error that --lenient would get past says so (the file is read again,
+    leniently, only to know that).
     """
+    name = fmt or detect(path)
+    try:
+        return _read_checked(path, name, lenient)
+    except TraceError as e:
+        if lenient or type(e) is not TraceError or "--lenient" in e.reason or not _lenient_reads(path, name):
+            raise
+        raise TraceError(e.reason + "; --lenient would skip or repair it and count it",
+                         path=e.path, line=e.line, at=e.at) from None
+
+
+def _read_checked(path: Path, name: str, lenient: bool) -> ReadResult:
     from traces.formats._common import check_trace, checking
 
-    name = fmt or detect(path)
     with checking(lenient) as check:
         result: ReadResult = _module(name).read_file(path, lenient=lenient)
-    for trace in result.traces:
-        check_trace(trace, path=path)
+        result.traces = [check_trace(trace, path=path) for trace in result.traces]
     note = check.note(path)
     if note:
         result.notes.append(note)
     return result
+
+
+def _lenient_reads(path: Path, name: str) -> bool:
+    """Whether the file reads with --lenient (for the hint on a strict error; any failure means no)."""
+    try:
+        _read_checked(path, name, True)
+    except Exception:  # noqa: BLE001 - only a yes or no is wanted here
+        return False
+    return True
 
 
 def expand(sources: Iterable[str]) -> list[Path]:

@@ -7,7 +7,9 @@ keeps the importers short and their errors uniform.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -19,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from traces.model import (
+    MAX_COUNT,
+    MAX_ID,
     Block,
     Image,
     Message,
@@ -27,12 +31,15 @@ from traces.model import (
     Thinking,
     ToolResult,
     ToolUse,
+    Trace,
     TraceError,
+    Usage,
     flag_orphan_results,
 )
 
 __all__ = [
-    "MAX_DEPTH", "MAX_STRING", "NOT_JSON", "NO_RESULT", "Skips", "TextCheck", "anthropic_blocks", "check_trace",
+    "MAX_COUNT", "MAX_DEPTH", "MAX_ID", "MAX_STRING", "NOT_JSON", "NO_RESULT", "Skips", "TextCheck",
+    "anthropic_blocks", "check_trace",
     "checking", "decode", "embedded_json", "fill_missing_results", "finish", "first_json_line", "get_bool",
     "get_dict", "get_int", "get_list", "get_num", "get_str", "image_block", "iter_jsonl", "json_depth", "loads",
     "read_bytes", "read_json", "result_text", "sniff_json", "too_deep", "ts_seconds",
@@ -72,7 +79,11 @@ class TextCheck:
         if not self.repaired:
             return None
         kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.repaired.items()))
-        return f"{path}: repaired {kinds} (--lenient; replaced by U+FFFD)"
+        text = any(k in _TEXT_KINDS or k.startswith("string over") for k in self.repaired)
+        return f"{path}: repaired {kinds} (--lenient{'; bad text replaced by U+FFFD' if text else ''})"
+
+
+_TEXT_KINDS = ("lone surrogate", "NUL", "invalid UTF-8")
 
 
 _CHECK: ContextVar[TextCheck | None] = ContextVar("text_check", default=None)
@@ -279,11 +290,15 @@ def _bad_text(s: str) -> str | None:
     return None
 
 
-def check_trace(trace: Any, *, path: PathLike) -> None:
-    """The last check on what an importer built: no bad text, no over-deep tool input, whatever it parsed.
+def check_trace(trace: Any, *, path: PathLike) -> Trace:
+    """The last check on what an importer built, shared by every importer (``read_path`` calls it):
+    no bad text, no over-deep tool input, and every number and id in range, whatever it parsed.
 
-    Why: ``loads`` guards JSON read through it; this catches text an importer took from elsewhere (a
-    database column, a format added later), so no writer or tokenizer downstream meets it.
+    Why: ``loads`` and ``get_int`` guard what is read through them; this catches values an importer
+    took from elsewhere (a database column, a regex over Aider's text, a difference of cumulative
+    totals) so that no writer, tokenizer, price or Parquet column downstream meets them. Bad text is
+    always an error; a number or id out of range is an error naming the message and field, or under
+    --lenient (the enclosing ``checking``) a counted repair: the trace returned is the repaired one.
     """
     def walk(value: Any, where: str) -> None:
         stack: list[tuple[Any, int]] = [(value, 0)]
@@ -305,6 +320,101 @@ def check_trace(trace: Any, *, path: PathLike) -> None:
         for j, b in enumerate(m.blocks):
             walk([getattr(b, name, None) for name in ("text", "content", "id", "name", "tool_use_id", "input")],
                  f"message {i}, block {j}")
+    return _check_values(trace, path)
+
+
+def _count_ok(value: Any, lo: int = 0) -> bool:
+    return type(value) is int and lo <= value < MAX_COUNT  # type(...) is int: a bool is refused
+
+
+def _id(value: Any, field: str, where: str, path: PathLike, *, optional: bool = False) -> Any:
+    """An id or name: a string of at most MAX_ID characters (lenient: a longer one is cut to a prefix
+    plus a digest of the whole, so two ids that differed still differ and a call still finds its result)."""
+    if (optional and value is None) or (isinstance(value, str) and len(value) <= MAX_ID):
+        return value
+    if not isinstance(value, str):
+        _repair("id not a string (made one)", f"{field} is {_show(value)}: expected a string", path=path,
+                line=None, at=where)
+        value = str(value)
+        if len(value) <= MAX_ID:
+            return value
+    _repair(f"id over {MAX_ID:,} characters (cut)",
+            f"{field} is {len(value):,} characters long (the limit is {MAX_ID:,})", path=path, line=None, at=where)
+    return value[:MAX_ID - 18] + "…" + hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def _number_ok(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        and abs(value) < MAX_COUNT
+
+
+def _check_message(m: Message, i: int, path: PathLike) -> Message:
+    """One message's numbers and ids checked (repaired under --lenient); the same object when all is well."""
+    where = f"message {i}"
+    changes: dict[str, Any] = {}
+    u = m.usage
+    if u is not None:
+        names = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+        values = [getattr(u, n) for n in names]
+        if not all(map(_count_ok, values)):
+            fixed = [v if _count_ok(v) else _bad_count(f"usage.{n}", v, 0, 0, path=path, line=None, at=where)
+                     for n, v in zip(names, values, strict=True)]
+            changes["usage"] = Usage(*fixed)
+    if m.timestamp is not None and not _number_ok(m.timestamp):
+        _repair("timestamp not a finite number (dropped)", f"timestamp is {_show(m.timestamp)}: expected seconds "
+                "since the epoch", path=path, line=None, at=where)
+        changes["timestamp"] = None
+    new_id = _id(m.id, "id", where, path, optional=True)
+    if new_id is not m.id:
+        changes["id"] = new_id
+    meta = m.meta
+    if "context_window" in meta and meta["context_window"] is not None and not _count_ok(meta["context_window"], 1):
+        _bad_count("context_window", meta["context_window"], 1, None, path=path, line=None, at=where)
+        meta = {k: v for k, v in meta.items() if k != "context_window"}
+    if "model" in meta and meta["model"] is not None and not (isinstance(meta["model"], str)
+                                                              and len(meta["model"]) <= MAX_ID):
+        _repair("model name not a short string (dropped)", f"model is {_show(meta['model'])}: expected a name of "
+                f"at most {MAX_ID:,} characters", path=path, line=None, at=where)
+        meta = {k: v for k, v in meta.items() if k != "model"}
+    if meta is not m.meta:
+        changes["meta"] = meta
+    blocks: list[Block] = []
+    for j, b in enumerate(m.blocks):
+        at = f"{where}, block {j}"
+        if isinstance(b, ToolUse):
+            uid, name = _id(b.id, "tool call id", at, path), _id(b.name, "tool name", at, path)
+            b = b if uid is b.id and name is b.name else replace(b, id=uid, name=name)
+        elif isinstance(b, ToolResult):
+            uid = _id(b.tool_use_id, "tool_use_id", at, path)
+            b = b if uid is b.tool_use_id else replace(b, tool_use_id=uid)
+        elif isinstance(b, Image) and not _count_ok(b.size_bytes):
+            b = replace(b, size_bytes=_bad_count("size_bytes", b.size_bytes, 0, 0, path=path, line=None, at=at))
+        blocks.append(b)
+    if any(x is not y for x, y in zip(blocks, m.blocks, strict=True)):
+        changes["blocks"] = tuple(blocks)
+    return replace(m, **changes) if changes else m
+
+
+def _check_values(trace: Trace, path: PathLike) -> Trace:
+    """Every number and id of a trace in range (``check_trace``'s second half)."""
+    changes: dict[str, Any] = {}
+    for name, optional in (("id", False), ("agent", False), ("model", True)):
+        value = getattr(trace, name)
+        new = _id(value, name, "trace header", path, optional=optional)
+        if new is not value:
+            changes[name] = new
+    messages = [_check_message(m, i, path) for i, m in enumerate(trace.messages)]
+    if any(x is not y for x, y in zip(messages, trace.messages, strict=True)):
+        changes["messages"] = tuple(messages)
+    compactions = []
+    for k, c in enumerate(trace.compactions):
+        if c.pre_tokens is not None and not _count_ok(c.pre_tokens):
+            c = replace(c, pre_tokens=_bad_count("pre_tokens", c.pre_tokens, 0, None, path=path, line=None,
+                                                 at=f"compaction {k}"))
+        compactions.append(c)
+    if any(x is not y for x, y in zip(compactions, trace.compactions, strict=True)):
+        changes["compactions"] = tuple(compactions)
+    return replace(trace, **changes) if changes else trace
 
 
 class Skips:
@@ -390,14 +500,42 @@ def get_str(d: Any, key: str, default: Any = _MISSING, *, path: PathLike = None,
     return _get(d, key, str, "a string", default, path, line)
 
 
-def get_int(d: Any, key: str, default: Any = _MISSING, *, path: PathLike = None, line: int | None = None) -> Any:
-    """``d[key]`` as an int (floats with integral values are accepted, bools are not)."""
+def get_int(d: Any, key: str, default: Any = _MISSING, *, path: PathLike = None, line: int | None = None,
+            lo: int = 0) -> Any:
+    """``d[key]`` as a count: a whole number in [lo, 2^53) (floats with integral values are accepted,
+    bools and strings are not).
+
+    Every importer reads token counts, sizes and windows through here, so this is the edge where a
+    count of 1e300, 2^63 or -5 is refused (strict: a TraceError naming the file, line and field) or,
+    under --lenient, repaired and counted: a negative count is set to ``lo``, one past 2^53 is dropped
+    (the field's default, or ``lo`` when it has none). See traces.model.MAX_COUNT for why 2^53.
+    """
     value = _get(d, key, (int, float), "an integer", default, path, line)
     if isinstance(value, float):
         if not value.is_integer():
             raise TraceError(f"field {key!r} should be an integer, got {value!r}", **_where(path, line))
-        return int(value)
-    return value
+        value = int(value)
+    if value is default or lo <= value < MAX_COUNT:
+        return value
+    return _bad_count(key, value, lo, default, path=path, line=line)
+
+
+def _show(value: Any) -> str:
+    """A value for an error message, short whatever its size (a 300-digit int, a 5M-character id)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:24]}… ({len(text):,} characters)"
+
+
+def _bad_count(key: str, value: Any, lo: int, default: Any, *, path: PathLike, line: int | None,
+               at: str | None = None) -> Any:
+    """A count out of range (or not a count): the strict error, or the lenient repair (counted)."""
+    negative = isinstance(value, (int, float)) and not isinstance(value, bool) and value < lo
+    kind = f"count below {lo} (set to {lo})" if negative else "count out of range (dropped)"
+    _repair(kind, f"field {key!r} is {_show(value)}: a count is a whole number in [{lo}, 2^53)",
+            path=path, line=line, at=at)
+    if negative or default is _MISSING:
+        return lo
+    return default
 
 
 def get_num(d: Any, key: str, default: Any = _MISSING, *, path: PathLike = None, line: int | None = None) -> Any:

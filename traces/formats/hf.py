@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from traces.formats import ReadResult
-from traces.formats._common import Skips, jsonl_records
+from traces.formats._common import Skips, check_trace, jsonl_records
 from traces.formats.chat import Ids, conversation, finish, openai_messages
 from traces.formats.swe_agent import command_action, with_text_actions
 from traces.model import Message, Trace, TraceError
@@ -275,7 +275,7 @@ def stream(dataset_id: str, *, lenient: bool = False, split: str = "train", limi
         if limit is not None and index >= limit:
             break
         try:
-            trace = row_trace(row, default_schema, index, source, model)
+            trace = check_trace(row_trace(row, default_schema, index, source, model), path=None)  # issue 23
         except TraceError as e:
             if not lenient:
                 where = {"path": source, "line": line} if line else {"path": source}
