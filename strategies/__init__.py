@@ -92,7 +92,7 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "gemini-cli": ("strategies.gemini_cli:GeminiCli", {}),
     "gemini-cli:2025": ("strategies.gemini_cli:GeminiCli", {"threshold": 0.7, "function_response_budget": None,
                                                             "verify": False, "prompt_version": "2025",
-                                                            "size_estimate": "json"}),
+                                                            "size_estimate": "json", "output_masking": False}),
     "copilot-cli": ("strategies.copilot_cli:CopilotCli", {}),
     "swe-agent": ("strategies.swe_agent:LastNObservations", {}),
     "tiered-placeholders": ("strategies.tiered:TieredPlaceholders", {}),
