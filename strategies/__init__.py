@@ -57,6 +57,7 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "none": ("strategies.none:NoCompaction", {}),
     "opencode": ("strategies.opencode:OpenCode", {}),
     "opencode:tail": ("strategies.opencode:OpenCode", {"generation": "tail"}),
+    "opencode:1.4": ("strategies.opencode:OpenCode", {"generation": "overflow"}),
     "cline-half": ("strategies.cline:Cline", {"keep": "half"}),
     "cline-quarter": ("strategies.cline:Cline", {"keep": "quarter"}),
     "cline:sdk": ("strategies.cline:ClineSdk", {}),

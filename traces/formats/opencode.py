@@ -148,8 +148,9 @@ def _convert(session: dict[str, Any], raws: list[Raw], source: str) -> tuple[Tra
         meta: dict[str, Any] = {"model": model} if model else {}
         if provider:
             meta["provider"] = provider
-        if info.get("summary") is True:
+        if info.get("summary") is True:  # the compaction agent's answer: a summarizer call, not an agent turn
             meta["summary"] = True
+            meta["summarizer"] = True
         steps: list[tuple[list[Block], list[Block], Usage | None]] = [([], [], None)]
         for p in parts:
             if p.get("type") == "step-start" and (steps[-1][0] or steps[-1][2]):
