@@ -145,7 +145,16 @@ the price table's standard window). Not visible in a transcript, so not modelled
 default for Max/Team/Enterprise plans from 2.1.75 (L3507: plan-dependent; a session that used it
 shows it by a prompt over 200K or a ``[1m]`` in its metadata), CLAUDE_CODE_DISABLE_1M_CONTEXT (2.1.50,
 L3919; all native-1M models from 2.1.223, L443) and the 400K/500K autocompact windows some accounts
-report (anthropics/claude-code#43989, #72600): a session under them simply never reaches 1M."""
+report (anthropics/claude-code#43989, #72600): a session under them simply never reaches 1M.
+
+Copilot CLI: the tier rules name Claude models only, the ones the recorded session and the 1.0.52
+entry ("default ~200K vs 1M") speak for; a GPT model's default tier is not documented, so it keeps
+the table's window. The tier is in the session log from 1.0.56 (L921: "persists durably in session
+events"); a 1.0.52 – 1.0.55 session, or one whose user never picked a tier, runs at the default
+tier. Sub-agents record no tier: the default. Per-model thresholds (50% with one GPT model,
+github/copilot-cli#4571, 1.0.80) are unexplained and not modelled. OpenCode: models.dev commits
+are dated by their author time; OpenCode caches models.dev, so a session within hours of a change
+may have run with the limits before it."""
 
 
 @dataclass(frozen=True)
