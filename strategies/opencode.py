@@ -48,7 +48,8 @@ CONTINUE_CLASSIC = "Continue if you have next steps"
 CONTINUE_2026 = ("Continue if you have next steps, or stop and ask for clarification if you are unsure "
                  "how to proceed.")
 TRUNCATED = "\n[truncated]"
-OVERFLOW_HEADINGS = ("## Goal", "## Instructions", "## Discoveries", "## Accomplished", "## Relevant files / directories")
+OVERFLOW_HEADINGS = ("## Goal", "## Instructions", "## Discoveries", "## Accomplished",
+                     "## Relevant files / directories")
 OVERFLOW_PROMPT = (
     "Summarize our conversation above so that another agent, who will not see it, can carry on the work: "
     "what we did, what we are doing, which files we work on and what comes next. Do not call tools; answer "
