@@ -14,6 +14,12 @@ recorded, in this order:
    model's long-context window (the ``[1m]`` profile) when that covers the call, else to the call
    itself (a lower bound, said as such).
 
+Some agents take a model's limits from the *provider* that served it, not from the model's maker:
+OpenCode reads models.dev per provider (``github-copilot/claude-sonnet-4.6`` has a 128K input limit
+where Anthropic's model has 1M), and models.dev changed those limits over time, so such a rule names
+the provider (``trace.meta["provider"]`` or a call's ``meta["provider"]``, as the importer records
+them), the dates the limits held (the session's first timestamp) and the input / output limits too.
+
 Codex records the effective window it compacts against on each call (``model_context_window``);
 bench.replay keeps that as the input limit, and rule 3 lifts it the same way.
 
@@ -38,7 +44,12 @@ LONG_CONTEXT = 1_000_000
 @dataclass(frozen=True)
 class Rule:
     """Sessions of ``agent`` recorded at a version in [since, until), on a model whose id starts
-    with one of ``models``, ran with ``window`` tokens (``context_tier`` when the agent records one)."""
+    with one of ``models``, ran with ``window`` tokens (``context_tier`` when the agent records one).
+
+    A provider rule (``providers``) also names the input and output limits the agent used
+    (``max_input``, ``max_output``: None keeps the price table's) and the dates they held
+    ([``from_date``, ``to_date``) as epoch seconds, compared with the session's first timestamp; a
+    session without timestamps matches only the open-ended rule)."""
 
     agent: str
     models: tuple[str, ...]
@@ -47,18 +58,62 @@ class Rule:
     until: tuple[int, ...] | None = None
     source: str = ""
     context_tier: str | None = None
+    providers: tuple[str, ...] = ()
+    max_input: int | None = None
+    max_output: int | None = None
+    from_date: float | None = None
+    to_date: float | None = None
+    exact: bool = False
+    """``models`` are whole ids, not prefixes (``gpt-5.4`` must not match ``gpt-5.4-mini``)."""
 
-    def covers(self, agent: str, model_id: str, version: tuple[int, ...] | None, tier: str | None) -> bool:
-        if agent != self.agent or not model_id.startswith(self.models):
+    def covers(self, agent: str, model_id: str, version: tuple[int, ...] | None, tier: str | None,
+               provider: str | None = None, when: float | None = None) -> bool:
+        if agent != self.agent or not (model_id in self.models if self.exact else model_id.startswith(self.models)):
             return False
         if self.context_tier is not None and tier != self.context_tier:
             return False
+        if self.providers and (provider or "").lower() not in self.providers:
+            return False
+        if self.from_date is not None or self.to_date is not None:
+            if when is None:
+                if self.to_date is not None:
+                    return False
+            elif (self.from_date is not None and when < self.from_date) or (
+                    self.to_date is not None and when >= self.to_date):
+                return False
         if version is None:  # an unversioned session runs as the newest generation
             return self.until is None
         return (self.since is None or version >= self.since) and (self.until is None or version < self.until)
 
 
+def _utc(text: str) -> float:
+    """An ISO-8601 UTC instant as epoch seconds (a models.dev commit's time)."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
 _CC = "anthropics/claude-code CHANGELOG.md @5cfc0a19"
+_COP = "github/copilot-cli changelog.md @9532bdac"
+DEFAULT_TIER = "default"
+"""Copilot CLI's context tier when the user picked none (``contextTier`` null or absent): the tier
+named "default" (changelog 1.0.52 L992: "default ~200K vs 1M tokens")."""
+_MODELS_DEV: tuple[tuple[str, str, int, int | None, int, str, str | None, str | None], ...] = (
+    # provider, model, context, input, output, models.dev commit, from (UTC), until (UTC): the file
+    # providers/<provider>/models/<model>.toml as each commit left it (git history of models.dev).
+    ("github-copilot", "claude-sonnet-4.6", 200_000, None, 64_000, "dc1178132", "2026-02-17T23:14:28Z",
+     "2026-02-18T00:23:01Z"),
+    ("github-copilot", "claude-sonnet-4.6", 128_000, None, 32_000, "c94d025aa", "2026-02-18T00:23:01Z",
+     "2026-03-20T02:54:42Z"),
+    ("github-copilot", "claude-sonnet-4.6", 200_000, 128_000, 32_000, "cda892e0d", "2026-03-20T02:54:42Z",
+     "2026-05-28T22:56:19Z"),
+    ("github-copilot", "claude-sonnet-4.6", 200_000, 168_000, 32_000, "6aa32ba56", "2026-05-28T22:56:19Z", None),
+    ("github-copilot", "gpt-5.4", 400_000, None, 128_000, "7c68dab3b", "2026-03-06T04:10:42Z", "2026-03-11T20:23:44Z"),
+    ("github-copilot", "gpt-5.4", 400_000, 272_000, 128_000, "926585285", "2026-03-11T20:23:44Z", None),
+)
+"""models.dev limits of the provider/model pairs recorded sessions ran (anomalyco/models.dev history,
+read at f3fc6922; checked by a real session: OpenCode 1.4.3 on github-copilot/claude-sonnet-4.6,
+2026-04-13, compacted at a total of 112,579 after 105,395 did not, around 128,000 − 20,000)."""
 AGENT_RULES: tuple[Rule, ...] = (
     Rule("claude-code", ("claude-opus-4-7",), 200_000, (2, 1, 111), (2, 1, 117),
          f"{_CC} 2.1.117 (L2597): before it Claude Code computed Opus 4.7 sessions against 200K"),
@@ -70,17 +125,36 @@ AGENT_RULES: tuple[Rule, ...] = (
          f"{_CC} 2.1.197 (L1121): Sonnet 5, 1M native"),
     Rule("claude-code", ("claude-opus-5",), LONG_CONTEXT, (2, 1, 219), None,
          f"{_CC} 2.1.219 (L520): Opus 5 with 1M context"),
-    Rule("copilot-cli", ("claude-",), 200_000, None, None,
-         "Copilot CLI default context tier (~200K; changelog 1.0.52 made it govern compaction; a recorded "
-         "compaction_start total of 160,095 is its 80% threshold): inferred, medium confidence",
-         context_tier="default"),
+    Rule("copilot-cli", ("claude-",), 200_000, (1, 0, 52), None,
+         f"{_COP} 1.0.52 (L992): the default context tier (~200K) governs compaction; a recorded 1.0.74 "
+         "compaction_start total of 160,095 is 80% of 200K: inferred, medium confidence",
+         context_tier=DEFAULT_TIER),
+    Rule("copilot-cli", ("claude-",), LONG_CONTEXT, (1, 0, 52), None,
+         f"{_COP} 1.0.52 (L992): the long_context tier is the 1M window: medium confidence",
+         context_tier="long_context"),
+    *(Rule("opencode", (model,), window, None, None,
+           f"OpenCode takes limits per provider from models.dev: {provider}/{model} at "
+           f"anomalyco/models.dev@{commit} (context {window:,}, input "
+           f"{'none' if max_input is None else f'{max_input:,}'}, output {max_output:,})",
+           providers=(provider,), max_input=max_input, max_output=max_output,
+           from_date=None if start is None else _utc(start), to_date=None if end is None else _utc(end), exact=True)
+      for provider, model, window, max_input, max_output, commit, start, end in _MODELS_DEV),
 )
 """Agents' documented windows per model and version, first match wins (a model no rule names keeps
 the price table's standard window). Not visible in a transcript, so not modelled: Opus 4.6 at 1M by
 default for Max/Team/Enterprise plans from 2.1.75 (L3507: plan-dependent; a session that used it
 shows it by a prompt over 200K or a ``[1m]`` in its metadata), CLAUDE_CODE_DISABLE_1M_CONTEXT (2.1.50,
 L3919; all native-1M models from 2.1.223, L443) and the 400K/500K autocompact windows some accounts
-report (anthropics/claude-code#43989, #72600): a session under them simply never reaches 1M."""
+report (anthropics/claude-code#43989, #72600): a session under them simply never reaches 1M.
+
+Copilot CLI: the tier rules name Claude models only, the ones the recorded session and the 1.0.52
+entry ("default ~200K vs 1M") speak for; a GPT model's default tier is not documented, so it keeps
+the table's window. The tier is in the session log from 1.0.56 (L921: "persists durably in session
+events"); a 1.0.52 – 1.0.55 session, or one whose user never picked a tier, runs at the default
+tier. Sub-agents record no tier: the default. Per-model thresholds (50% with one GPT model,
+github/copilot-cli#4571, 1.0.80) are unexplained and not modelled. OpenCode: models.dev commits
+are dated by their author time; OpenCode caches models.dev, so a session within hours of a change
+may have run with the limits before it."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +169,8 @@ class SessionWindows:
     """Model id → (tokens, call) of the largest recorded prompt plus output: the window is at least that."""
     ruled: Mapping[str, int] | None = None
     """Model id → the window an agent rule sets below the long context (e.g. 200K)."""
+    limits: Mapping[str, tuple[int | None, int | None]] | None = None
+    """Model id → (max input, max output) a provider rule sets (None: the price table's)."""
 
     def apply(self, model: ModelProfile, lookup: Callable[[str], ModelProfile] = profile) -> ModelProfile:
         """``model`` windowed as this session ran it."""
@@ -105,6 +181,11 @@ class SessionWindows:
             model = dc_replace(_long(model, lookup), window_source=why or "the session")
         elif ruled is not None and ruled != model.context_window:
             model = dc_replace(model, context_window=ruled, window_source=why or "")
+        limits = (self.limits or {}).get(key)
+        if limits is not None:  # a provider's limits replace the table's: input None means none
+            max_input, max_output = limits
+            model = dc_replace(model, max_input=max_input, max_output=max_output or model.max_output,
+                               window_source=why or model.window_source)
         seen = (self.floor or {}).get(key)
         if seen is not None:
             need, call = seen
@@ -160,23 +241,50 @@ def session_windows(trace: Trace) -> SessionWindows:
     named = {_base(x) for x in (recorded_id(trace.model), *(recorded_id(m.meta.get("model"))
                                                            for m in trace.messages if m.role == "assistant")) if x}
     tier = trace.meta.get("context_tier")
+    tier = tier if isinstance(tier, str) else None
+    if trace.agent == "copilot-cli" and tier is None:
+        tier = DEFAULT_TIER  # no tier chosen (or none recorded): the CLI's default one
+    providers = _providers(trace)
+    when = next((m.timestamp for m in trace.messages if m.timestamp is not None), None)
     long: set[str] = set()
     why: dict[str, str] = {}
     ruled: dict[str, int] = {}
+    limits: dict[str, tuple[int | None, int | None]] = {}
     for model_id in named:
         if model_id + ONE_M in (trace.model or "") or hinted and _same_family(model_id, trace):
             long.add(model_id)
             why[model_id] = f"the recording: {evidence}" if evidence else f"the recording: {trace.model}"
             continue
-        rule = next((r for r in AGENT_RULES if r.covers(trace.agent, model_id, parsed,
-                                                         tier if isinstance(tier, str) else None)), None)
+        rule = next((r for r in AGENT_RULES if r.covers(trace.agent, model_id, parsed, tier,
+                                                         providers.get(model_id), when)), None)
         if rule is not None:
             why[model_id] = rule.source
-            if rule.window >= LONG_CONTEXT:
+            if rule.providers:
+                ruled[model_id] = rule.window
+                limits[model_id] = (rule.max_input, rule.max_output)
+            elif rule.window >= LONG_CONTEXT:
                 long.add(model_id)
             else:
                 ruled[model_id] = rule.window
-    return SessionWindows(frozenset(long), why, models, ruled)  # long, why, floor, ruled
+    return SessionWindows(frozenset(long), why, models, ruled, limits)  # long, why, floor, ruled, limits
+
+
+def _providers(trace: Trace) -> dict[str, str]:
+    """Model id → the provider that served it: the one most of its calls record (``meta["provider"]``),
+    else the session's (``trace.meta["provider"]``)."""
+    from collections import Counter
+
+    seen: dict[str, Counter[str]] = {}
+    for m in trace.messages:
+        model_id, provider = recorded_id(m.meta.get("model")), m.meta.get("provider")
+        if m.role == "assistant" and model_id and isinstance(provider, str):
+            seen.setdefault(_base(model_id), Counter())[provider] += 1
+    default = trace.meta.get("provider")
+    out = {k: c.most_common(1)[0][0] for k, c in seen.items()}
+    main = recorded_id(trace.model)
+    if isinstance(default, str) and main and _base(main) not in out:
+        out[_base(main)] = default
+    return out
 
 
 def _same_family(model_id: str, trace: Trace) -> bool:

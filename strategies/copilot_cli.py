@@ -53,11 +53,19 @@ class CopilotCli(Strategy):
       summary message) and session-events.ts CompactionCompleteData (preCompactionMessagesLength,
       messagesRemoved, summaryContent); the triggers ``threshold`` / ``context_limit_retry`` / ``manual``
       are the schema's CompactionTrigger;
-    - assumed: utilization measured as our count of the context (Copilot's own currentTokens = system +
-      conversation + tool definitions, by its tokenizer, is not in the trace); the summary is ready
-      ``summary_seconds`` after it started (the replay clock: recorded timestamps, else 10 s per call;
-      a recorded session's compaction_start → compaction_complete gap calibrates it); the summary prompt
-      (SUMMARY_PROMPT) and the summary going in as one user message as written.
+    - what is compared, fairly sure (data): Copilot's own count of system prompt + conversation + tool
+      definitions against the context tier's window, checked at the start of each turn (before the
+      model call). The recorded 1.0.74 session writes ``session.compaction_start`` 12 ms after a
+      ``assistant.turn_start`` with systemTokens 36,636 + conversationTokens 112,055 +
+      toolDefinitionsTokens 11,404 = 160,095 = its ``preCompactionTokens``, 80% of the default tier's
+      ~200K (changelog 1.0.52 L992; bench/windows.py). Here: ``ctx.truth``, which holds the system
+      prompt (the importer reads ``system.message``) and the conversation, plus the meter's fixed
+      overhead (what a request carries that no message does: the tool schemas), by the run's counts
+      (provider-attributed or calibrated; Copilot's tokenizer is not ours);
+    - assumed: the summary is ready ``summary_seconds`` after it started (the replay clock: recorded
+      timestamps, else 10 s per call; the recorded compaction took 64.6 s, ``compaction_complete``
+      ``duration``: one observation, not a rule); the summary prompt (SUMMARY_PROMPT) and the summary
+      going in as one user message as written.
 
     Version 2: a summary that replaces the latest request quotes the latest one that says something
     (version 1 took an empty user message after it and quoted nothing).

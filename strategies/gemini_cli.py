@@ -1,4 +1,5 @@
-"""Gemini CLI chat compression: past half the model's token limit, the oldest ~70% becomes a state snapshot.
+"""Gemini CLI chat compression: past half the model's token limit, the oldest ~70% becomes a state snapshot;
+and on every send, older bulky tool outputs are masked.
 
 Before each request the CLI compares the previous response's prompt size with a fraction of the
 model's token limit. Over it, old tool outputs beyond a 50K-token budget (newest first) are cut to
@@ -7,11 +8,17 @@ is summarized into an XML ``<state_snapshot>`` (then checked once more by a "did
 call) and the new history is: the snapshot as a user turn, the model's "Got it" note, and the kept
 30% verbatim. A compression that would not make the history smaller is refused, and from then on
 only the tool-output truncation runs (until a compression succeeds).
+
+Then, before every send (compressed or not), tool-output masking: past the newest 50K tokens of
+tool output, older function responses are replaced by a short preview and the path of a file
+holding them, once they total 30K tokens (toolOutputMaskingService.ts, since v0.29.0).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -371,6 +378,62 @@ class Cuts:
         self.by_id = {id(t): by_id[id(t)] for t in texts if id(t) in by_id and by_id[id(t)].text is t}
 
 
+MASKING_SRC = f"google-gemini/gemini-cli@{COMMIT} packages/core/src/context/toolOutputMaskingService.ts"
+MASKED_TAG = "tool_output_masked"
+"""MASKING_INDICATOR_TAG (toolOutputMaskingService.ts l.28): a part holding it is masked already."""
+MASK_EXEMPT = frozenset({"activate_skill", "ask_user", "enter_plan_mode", "exit_plan_mode"})
+"""EXEMPT_TOOLS (l.36-41; names from tools/definitions/base-declarations.ts l.97-119): never masked."""
+SHELL_TOOL = "run_shell_command"
+"""SHELL_TOOL_NAME (base-declarations.ts l.56): its masked preview keeps the shell sections."""
+MASK_DIR = "/home/user/.gemini/tmp/project/tool-outputs/session-replay"
+"""Where the CLI saves a masked output (l.163-171: the project's temp dir, tool-outputs, session-<id>);
+the real path depends on the user's machine, so a fixed stand-in of a typical length."""
+_SHELL_SECTION = re.compile(r"^(Output|Error|Exit Code|Signal|Background PIDs|Process Group PGID): ", re.M)
+
+
+def response_tokens(name: str, content: str) -> int:
+    """tokenCalculation.ts estimateTokenCountSync([part]) of one functionResponse part
+    (estimateFunctionResponseTokens: the tool's name plus JSON.stringify(response), 4 characters a
+    token, floored), the response being ``{output: content}``."""
+    return (len(name) + len(json.dumps({"output": content}, ensure_ascii=False, separators=(",", ":")))) // 4
+
+
+def _simple_preview(text: str) -> str:
+    """formatSimplePreview (l.350-358): up to 20 lines whole, else the first and last 10."""
+    lines = text.split("\n")
+    if len(lines) <= 20:
+        return text
+    return "\n".join(lines[:10]) + f"\n\n... [{len(lines) - 20} lines omitted] ...\n\n" + "\n".join(lines[-10:])
+
+
+def _shell_preview(text: str) -> str:
+    """formatShellPreview (l.292-348) of a shell output: its sections (shell.ts's "Output: ",
+    "Exit Code: ", ...) with the output cut to a simple preview and the others whole."""
+    parts = _SHELL_SECTION.split(text)
+    if len(parts) < 3:
+        return _simple_preview(text)
+    out = [_simple_preview(parts[0].strip())] if parts[0].strip() else []
+    for i in range(1, len(parts), 2):
+        section = parts[i + 1].strip() if i + 1 < len(parts) else ""
+        out.append(f"Output: {_simple_preview(section)}" if parts[i] == "Output" else f"{parts[i]}: {section}")
+    return "\n".join(out)
+
+
+def masked_snippet(name: str, call_id: str, content: str) -> str:
+    """The text a masked output is replaced by (mask l.192-231, formatMaskedSnippet l.360-367): a
+    preview (shell: its sections; other tools: the first and last 250 characters of the response as
+    JSON.stringify(response, null, 2) once that is over 500) and where the whole output was saved."""
+    if name == SHELL_TOOL:
+        preview = _shell_preview(content)
+    else:
+        whole = '{\n  "output": ' + json.dumps(content, ensure_ascii=False) + "\n}"
+        preview = f"{whole[:250]}\n... [TRUNCATED] ...\n{whole[-250:]}" if len(whole) > 500 else whole
+    safe = re.sub(r"[^a-z0-9_.-]", "_", f"{name or 'unknown_tool'}_{call_id}".lower())
+    salt = hashlib.sha256(call_id.encode("utf-8", "replace")).hexdigest()[:5]  # Math.random().toString(36)
+    return (f"<{MASKED_TAG}>\n{preview}\n\nOutput too large. Full output available at: "
+            f"{MASK_DIR}/{safe}_{salt}.txt\n</{MASKED_TAG}>")
+
+
 def _with_content(b: ToolResult, content: str) -> ToolResult:
     """``replace(b, content=content)``, without the generic path's cost."""
     return ToolResult(b.tool_use_id, content, b.is_error) if type(b) is ToolResult else replace(b, content=content)
@@ -447,7 +510,7 @@ class GeminiCli(Strategy):
     Deviations: ``token_limit`` None means the replayed model's window (Gemini's table gives 1,048,576 to
     every model it knows, unknown ones included, which would never fire on a 200K model); the split
     counts approximate JSON characters of our blocks; the environment-context turn the CLI puts first
-    in a new chat and the separate tool-output masking service are not modelled; an overflow is not
+    in a new chat is not modelled; an overflow is not
     compacted (the CLI stops the turn with ContextWindowWillOverflow). In the failed state a
     truncation is accepted on our count of the truncated history, where the CLI reads its character
     estimate (l.296-302): per call that would mean the JSON length of every new cut.
@@ -455,7 +518,7 @@ class GeminiCli(Strategy):
 
     name = "gemini-cli"
     citation = SRC
-    version = 4
+    version = 5
     """2: a call followed by an empty assistant message is not compressed away from its result.
     3: nor one followed by an empty user message. 4: the CLI's character estimates where it uses
     them: the tool-output budget at 0.25 token an ASCII character, as the cited commit does (version
@@ -466,7 +529,10 @@ class GeminiCli(Strategy):
     estimate on provider-calibrated counts, and so refused compressions the CLI makes. And the last
     model turn runs on past an empty user message: a call, an empty user message and an empty
     model message are one turn that made a call, so the history is not compressed whole while the
-    call's result waits (found by the slow contract suite once compressions were no longer refused)."""
+    call's result waits (found by the slow contract suite once compressions were no longer refused).
+    5: tool-output masking (``mask``: toolOutputMaskingService.ts, every send after the compression
+    check), which version 4 left out; a function response is taken as ``{output: content}`` (an
+    error one as well), and the path a masked output names is a stand-in (``MASK_DIR``)."""
 
     ranges = {"threshold": FRACTION, "preserve": Range(0, 1, hi_open=True)}
     """compressionThreshold is a fraction of the model's token limit; COMPRESSION_PRESERVE_THRESHOLD a share
@@ -485,6 +551,16 @@ class GeminiCli(Strategy):
     token_limit: int | None = None
     prompt_version: str = "2026"
     """Which snapshot prompt: "2026" (seven sections, today) or "2025" (five sections)."""
+    output_masking: bool = True
+    """ToolOutputMaskingService after the compression check on every send (core/client.ts l.699,
+    tryMaskToolOutputs l.1257-1265: the masked history is kept); added with 8ec176e0 (v0.29.0, Feb
+    2026), so off in ``gemini-cli:2025``."""
+    mask_protect_tokens: int = 50_000
+    """DEFAULT_TOOL_PROTECTION_THRESHOLD (l.25; context/profiles.ts l.21-25): the newest tool output kept."""
+    mask_min_prunable_tokens: int = 30_000
+    """DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD (l.26): older output masked only once it totals this much."""
+    mask_protect_latest_turn: bool = True
+    """DEFAULT_PROTECT_LATEST_TURN (l.27): the history's last Content is not scanned."""
     size_estimate: str = "parts"
     """How the CLI sizes a history it compresses: "parts", estimateTokenCountSync over its parts
     (``part_quarters``; calculateRequestTokenCount since e1d2653a, 2025-11-26), or "json", the
@@ -519,9 +595,103 @@ class GeminiCli(Strategy):
         limit = self.token_limit or session.model.context_window
         last = session.last_usage
         original = last.prompt_tokens if last is not None else ctx.truth
-        if original < self.threshold * limit:
+        out = self.compress(ctx, session, original, limit) if original >= self.threshold * limit else None
+        if not self.output_masking:
+            return out
+        masked = self.mask(out.context if out is not None else ctx, session)
+        if masked is None:
+            return out
+        return Outcome(masked.context, (*(out.events if out is not None else ()), *masked.events))
+
+    # -- tool-output masking (toolOutputMaskingService.ts) ------------------------------------------
+    def mask(self, ctx: Context, session: Session) -> Outcome | None:
+        """ToolOutputMaskingService.mask (l.68-270) over the chat history before this request.
+
+        Walking back from the newest Content (the last one skipped, ``mask_protect_latest_turn``),
+        function responses not masked yet and not of an exempt tool add up; the newest
+        ``mask_protect_tokens`` of them are protected, and the one that crosses that line and every
+        older one are prunable. Only when the prunable ones total ``mask_min_prunable_tokens`` are
+        they masked, each replaced by ``masked_snippet`` where that saves tokens (l.233-242). The CLI
+        keeps the masked history, so a masked output stays masked and counts no more.
+
+        Cheap on the calls where nothing is masked: the unmasked total over the history is kept
+        across calls (a history that only grew adds its new messages), and the protected part is
+        found by a walk over the newest outputs only; the whole history is walked when it masks.
+        """
+        msgs = ctx.messages
+        head = 1 if ctx.system else 0
+        step = last_assistant_index(msgs) + 1  # the request (this step's messages) is not history yet
+        end = step - 1 if self.mask_protect_latest_turn else step
+        if end <= head:
             return None
-        return self.compress(ctx, session, original, limit)
+        names, parts, seen = session.state.setdefault("gemini_mask", ({}, {}, [(), 0]))
+        region = msgs[head:end]
+        for m in msgs[len(seen[0]) + head if starts_with(region, seen[0]) else head:step]:
+            for b in m.blocks:
+                if isinstance(b, ToolUse):
+                    names[b.id] = b.name
+
+        def tokens(b: ToolResult) -> int:  # 0: exempt or masked already
+            hit = parts.get(id(b))
+            if hit is None or hit[0] is not b:
+                name = names.get(b.tool_use_id, "")
+                n = 0 if name in MASK_EXEMPT or f"<{MASKED_TAG}" in b.content else response_tokens(name, b.content)
+                hit = parts[id(b)] = (b, n)
+            return hit[1]
+
+        def held(m: Message) -> int:
+            return sum(tokens(b) for b in m.blocks if isinstance(b, ToolResult)) if m.role == "user" else 0
+
+        previous, total = seen
+        if previous and starts_with(region, previous):
+            total += sum(map(held, region[len(previous):]))
+        else:
+            parts.clear()
+            total = sum(map(held, region))
+        seen[:] = [region, total]
+        if total < self.mask_min_prunable_tokens:
+            return None
+        protected = 0
+        for m in reversed(region):  # the newest outputs until the protection line is crossed
+            if not held(m):
+                continue
+            for b in reversed(m.blocks):
+                if isinstance(b, ToolResult) and (n := tokens(b)):
+                    if protected + n > self.mask_protect_tokens:
+                        break
+                    protected += n
+            else:
+                continue
+            break
+        if total - protected < self.mask_min_prunable_tokens:
+            return None
+        out, masked, saved, cum = list(msgs), 0, 0, 0
+        for i in range(end - 1, head - 1, -1):
+            m = msgs[i]
+            if not held(m):
+                continue
+            blocks = list(m.blocks)
+            for j in range(len(blocks) - 1, -1, -1):
+                b = blocks[j]
+                if not isinstance(b, ToolResult) or not (n := tokens(b)):
+                    continue
+                cum += n
+                if cum <= self.mask_protect_tokens:
+                    continue
+                name = names.get(b.tool_use_id, "")
+                snippet = masked_snippet(name, b.tool_use_id, b.content)
+                gain = n - response_tokens(name, snippet)
+                if gain > 0:
+                    blocks[j] = _with_content(b, snippet)
+                    masked, saved = masked + 1, saved + gain
+            if blocks != list(m.blocks):
+                out[i] = _with_blocks(m, tuple(blocks))
+        if not masked:
+            return None
+        after = ctx.replace(out)
+        return Outcome(after, (event("mask", ctx, after, touched=masked,
+                                     detail=f"tool outputs masked: {masked}, ~{saved:,} tokens saved by the "
+                                            f"CLI's estimate ({total - protected:,} prunable)"),))
 
     def truncate(self, history: tuple[Message, ...], call: int, session: Session | None = None
                  ) -> tuple[Message, ...]:

@@ -1,8 +1,11 @@
 """OpenCode: prune old tool outputs, then compact with an LLM summary (spec/strategies.md §1).
 
-Two generations share one class (``generation``): "classic" (2025 – March 2026: prune on, the
-summary replaces everything) and "tail" (April 2026+: prune off, a token-budgeted tail of recent
-turns is kept verbatim and only the head is summarized, merged with the prior summary).
+Three generations share one class (``generation``): "classic" (2025 – early 2026: prune on, the
+summary replaces everything, triggered over ``limit.input`` or ``context − output``), "overflow"
+(1.2 – 1.4: session/overflow.ts's trigger, ``limit.input − min(20K, output)`` counted on the whole
+``tokens.total``, prune on, and still a summary that replaces everything) and "tail"
+(later: prune off, a token-budgeted tail of recent turns is kept verbatim and only the head is
+summarized, merged with the prior summary).
 
 Mapping OpenCode's store onto our message list: one OpenCode assistant message holds its tool
 parts (call *and* result), so our tool-result-only user messages belong to the assistant message
@@ -45,6 +48,13 @@ CONTINUE_CLASSIC = "Continue if you have next steps"
 CONTINUE_2026 = ("Continue if you have next steps, or stop and ask for clarification if you are unsure "
                  "how to proceed.")
 TRUNCATED = "\n[truncated]"
+OVERFLOW_HEADINGS = ("## Goal", "## Instructions", "## Discoveries", "## Accomplished",
+                     "## Relevant files / directories")
+OVERFLOW_PROMPT = (
+    "Summarize our conversation above so that another agent, who will not see it, can carry on the work: "
+    "what we did, what we are doing, which files we work on and what comes next. Do not call tools; answer "
+    "with the summary only, in the language of the user's messages, following this template:\n"
+    + "\n".join(OVERFLOW_HEADINGS))
 TAIL_HEADINGS = ("## Objective", "## Important Details", "## Work State", "### Completed", "### Active",
                  "### Blocked", "## Next Move", "## Relevant Files")
 
@@ -63,6 +73,9 @@ PRIOR_PROMPT = (
     "\n<prior-summary>\n{summary}\n</prior-summary>")
 
 
+GENERATIONS = ("classic", "overflow", "tail")
+
+
 def js_round(x: float) -> int:
     """JavaScript's Math.round (half up), which OpenCode's token estimate uses."""
     return math.floor(x + 0.5)
@@ -76,7 +89,17 @@ class OpenCode(Strategy):
 
     Trigger on the previous call's usage: classic ``input + cache read + output > usable``
     (usable = limit.input or window − min(max output, 32K)); tail ``total ≥ usable`` with the
-    reserve min(20K, max output) also subtracted. Prune: outside the last two human turns, clear
+    reserve min(20K, max output) also subtracted; overflow (1.2 – 1.4) ``total ≥ usable`` with
+    usable = limit.input − min(20K, max output), else context − max output (anomalyco/opencode
+    session/overflow.ts @08f74b9b, ``usable`` L8-17, ``isOverflow`` L19-28, ``tokenCount`` L30-32: no
+    reserve in the second branch, unlike @31e22f65). The limits are the provider's own from
+    models.dev (bench/windows.py's provider rules: github-copilot's Claude Sonnet 4.6 has 128K of
+    input, not the model's 1M). Checked on a recorded 1.4.3 session: 105,395 did not compact,
+    112,579 did, against 108,000. The overflow generation keeps nothing of the tail: that
+    session's first call after is 16,303 tokens, the 14,639 cached system + tools plus the summary
+    (1,305 output tokens) and the continue message (medium: one compaction seen). Its summary uses
+    the 2026 template (Goal, Instructions, Discoveries, Accomplished, Relevant files), as the
+    recorded summary shows. Prune: outside the last two human turns, clear
     outputs older than the newest 40K tokens of output when that frees more than 20K ("skill"
     outputs never; errors are not "completed" parts). Rebuilt: system, "What did we do so far?",
     the summary, [the tail verbatim], "Continue if you have next steps…".
@@ -116,9 +139,11 @@ class OpenCode(Strategy):
 
     estimator: str = "chars/4"
     generation: str = "classic"
-    """"classic" (summary replaces everything) or "tail" (keep recent turns verbatim)."""
+    """"classic" (summary replaces everything), "overflow" (1.2 – 1.4: overflow.ts's trigger, summary
+    replaces everything) or "tail" (keep recent turns verbatim)."""
     prune: bool | None = None
-    """None: the generation's default (classic on; tail off since PR #24127, April 2026)."""
+    """None: the generation's default (classic and overflow on; tail off: prune became opt-in with
+    PR #24127, 2026-04-24, after 1.4.3)."""
     auto: bool = True
     prune_protect: int = 40_000
     prune_minimum: int = 20_000
@@ -132,8 +157,9 @@ class OpenCode(Strategy):
     tool_output_max_chars: int = 2_000
 
     def __post_init__(self) -> None:
-        if self.generation not in ("classic", "tail"):
-            raise ValueError(f"generation must be 'classic' or 'tail', not {self.generation!r}")
+        if self.generation not in GENERATIONS:
+            raise ValueError(f"generation must be one of {', '.join(map(repr, GENERATIONS))}, "
+                             f"not {self.generation!r}")
 
     # -- trigger (§1.2) ---------------------------------------------------------------------------
     def max_output(self, model: ModelProfile) -> int:
@@ -145,6 +171,8 @@ class OpenCode(Strategy):
         reserved = min(self.compaction_buffer, self.max_output(model))
         if model.max_input:
             return max(0, model.max_input - reserved)
+        if self.generation == "overflow":  # overflow.ts @08f74b9b usable(): no reserve in this branch
+            return max(0, model.context_window - self.max_output(model))
         return max(0, model.context_window - self.max_output(model) - reserved)
 
     def overflowing(self, usage: Usage | None, model: ModelProfile) -> bool:
@@ -152,6 +180,7 @@ class OpenCode(Strategy):
             return False
         if self.generation == "classic":  # cache writes are not counted
             return usage.input_tokens + usage.cache_read_tokens + usage.output_tokens > self.usable(model)
+        # overflow.ts tokenCount(): tokens.total, else input + output + cache read + cache write
         return usage.prompt_tokens + usage.output_tokens >= self.usable(model)
 
     def tail_budget(self, model: ModelProfile) -> int:
@@ -161,7 +190,7 @@ class OpenCode(Strategy):
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
         events = []
         new = ctx
-        prune_on = self.prune if self.prune is not None else self.generation == "classic"
+        prune_on = self.prune if self.prune is not None else self.generation != "tail"
         human = new_human_turn(ctx.messages, skip_empty=True) if prune_on else -1  # O(step): only a new turn prunes
         if human > 0:
             pruned, touched = self.pruned(ctx, end=human, session=session)
@@ -247,8 +276,9 @@ class OpenCode(Strategy):
         system, rest = ctx.messages[0], ctx.messages[1:]
         if not rest:
             return None
-        if self.generation == "classic":
-            summary = session.summarize(rest, prompt=CLASSIC_PROMPT, max_tokens=self.max_output(session.model))
+        if self.generation in ("classic", "overflow"):
+            prompt = CLASSIC_PROMPT if self.generation == "classic" else OVERFLOW_PROMPT
+            summary = session.summarize(rest, prompt=prompt, max_tokens=self.max_output(session.model))
             tail: tuple[Message, ...] = ()
             head_len = len(rest)
         else:

@@ -71,7 +71,16 @@ GENERATIONS: tuple[Generation, ...] = (
                "effective_context_window_percent 95 / 100), local compaction for the other providers"),
     Generation("cline", "cline:sdk", None, None,
                "the 2026 SDK (sdk/packages/core/src/extensions/context); older sessions have no version"),
-    Generation("opencode", "opencode", None, None, "sst/opencode session/compaction.ts"),
+    Generation("opencode", "opencode:1.4", (1, 2), (1, 5),
+               "session/overflow.ts @08f74b9b usable() / isOverflow(): tokens.total >= limit.input - "
+               "min(20K, max output), else context - max output (a 1.2.12 session compacting at ~75% of "
+               "200K, anomalyco/opencode#10123; the recorded 1.4.3 session compacts at 112,579 >= 108,000 "
+               "and keeps nothing of the tail: its first call after is system + summary + continue). "
+               "1.4.3 high, the rest of 1.2-1.4 medium; where the tail generation begins is not known"),
+    Generation("opencode", "opencode", None, (1, 2), "sst/opencode session/compaction.ts"),
+    Generation("opencode", "opencode", (1, 5), None,
+               "sst/opencode session/compaction.ts (as before 1.2: which later version has the tail "
+               "generation is not known from a recorded session)"),
     Generation("openhands", "openhands", (1,), None, "V1 SDK LLMSummarizingCondenser"),
     Generation("openhands", "openhands:v0", None, (1,), "V0 controller + LLMSummarizingCondenser"),
     Generation("goose", "goose", None, None, "block/goose context_mgmt/mod.rs"),

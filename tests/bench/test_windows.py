@@ -98,3 +98,52 @@ def test_copilot_cli_runs_a_claude_model_at_its_default_tier() -> None:
     default = session_windows(copilot("default")).apply(fable)
     assert default.context_window == 200_000 and "tier" in default.window_source
     assert session_windows(copilot("long_context")).apply(fable).context_window == LONG_CONTEXT
+
+
+def test_copilot_cli_tiers_govern_the_window_from_1_0_52() -> None:
+    """Changelog 1.0.52 (L992): the chosen tier (default ~200K, long_context 1M) constrains
+    compaction from then on; a session that records no tier ran at the default one. Before
+    1.0.52 the tier did not govern compaction: the model's own window stays."""
+    from dataclasses import replace
+
+    fable = replace(profile("claude-opus-4-6"), id="claude-fable-5", context_window=LONG_CONTEXT)
+    small = replace(fable, context_window=200_000)
+
+    def copilot(version: str, **meta) -> Trace:
+        return replace(_session([30_000], model="claude-fable-5", version=version, meta=meta), agent="copilot-cli")
+
+    assert session_windows(copilot("1.0.74")).apply(fable).context_window == 200_000  # no tier recorded
+    assert session_windows(copilot("1.0.51", context_tier="default")).apply(fable).context_window == LONG_CONTEXT
+    assert session_windows(copilot("1.0.74", context_tier="long_context")).apply(small).context_window == LONG_CONTEXT
+
+
+def _opencode(model: str, provider: str, when: str) -> Trace:
+    from dataclasses import replace
+
+    from traces.formats._common import ts_seconds
+
+    t = _session([30_000], model=model, version="1.4.3", meta={"provider": provider})
+    stamped = tuple(replace(m, timestamp=ts_seconds(when)) for m in t.messages)
+    return replace(t, agent="opencode", messages=stamped)
+
+
+def test_opencode_runs_with_the_providers_limits_of_the_session_date() -> None:
+    """OpenCode reads limits per provider from models.dev: github-copilot's Claude Sonnet 4.6 had
+    200K context / 128K input / 32K output from cda892e0d (2026-03-19) to 6aa32ba56 (2026-05-28),
+    128K context and no input limit before, 168K input after; the model's maker gives 1M."""
+    sonnet = profile("claude-sonnet-4.6")
+
+    def limits(provider: str, when: str, model: str = "claude-sonnet-4.6", base=sonnet):
+        m = session_windows(_opencode(model, provider, when)).apply(base)
+        return m.context_window, m.max_input, m.max_output
+
+    assert limits("github-copilot", "2026-04-13T10:00:00Z") == (200_000, 128_000, 32_000)
+    assert limits("github-copilot", "2026-03-01T10:00:00Z") == (128_000, None, 32_000)
+    assert limits("github-copilot", "2026-07-01T10:00:00Z") == (200_000, 168_000, 32_000)
+    assert limits("anthropic", "2026-04-13T10:00:00Z") == (sonnet.context_window, sonnet.max_input, sonnet.max_output)
+    gpt = profile("gpt-5.1")
+    assert limits("github-copilot", "2026-04-13T10:00:00Z", "gpt-5.4", gpt) == (400_000, 272_000, 128_000)
+    assert limits("github-copilot", "2026-04-13T10:00:00Z", "gpt-5.4-mini", gpt)[1] == gpt.max_input  # whole ids
+    source = session_windows(_opencode("claude-sonnet-4.6", "github-copilot", "2026-04-13T10:00:00Z")).apply(
+        sonnet).window_source
+    assert "models.dev@cda892e0d" in source

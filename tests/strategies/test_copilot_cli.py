@@ -110,3 +110,18 @@ def test_replay_compacts_some_calls_after_it_started(counter):
 def test_refuses_thresholds_out_of_order(bad):
     with pytest.raises(ValueError):
         CopilotCli(**bad)
+
+
+def test_the_count_is_system_conversation_and_tool_definitions(counter):
+    """Copilot's compaction_start records systemTokens + conversationTokens + toolDefinitionsTokens:
+    the tool schemas no message carries (the meter's fixed overhead) count toward the 80%."""
+    base = (Message.text_message("system", "sys " * 400), Message.text_message("user", "refactor the parser"),
+            *rounds(0, 4, 250))
+    bare = Meter(counter, "truth").context(base)
+    window = int(bare.truth / 0.78)  # the messages alone: 78%
+    with_tools = Meter(counter, "truth", overhead=bare.truth // 20).context(base)  # + 5%: over 80%
+    for ctx, starts in ((bare, False), (with_tools, True)):
+        stub = Stub()
+        s = Session(replace(SONNET, context_window=window), ctx.meter, stub)
+        assert CopilotCli().before_call(ctx, s) is None
+        assert bool(stub.requests) is starts

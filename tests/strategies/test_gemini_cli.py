@@ -331,3 +331,74 @@ def test_truncation_only_state_matches_the_original_walk_and_counts(seed):
                 ctx = outcome.context
         ctx = ctx.append(m)
     assert fired > 20
+
+
+# -- tool-output masking (toolOutputMaskingService.ts @5411f113) -------------------------------------
+MASK_OUT = 48_000
+"""A read_file output of this many characters: (9 + 48,013) // 4 = 12,005 of the CLI's tokens."""
+
+
+def masking_history(n: int, names: dict[int, str] | None = None, contents: dict[int, str] | None = None):
+    """system, a prompt, ``n`` finished tool rounds, then a call whose result is the new request."""
+    names, contents = names or {}, contents or {}
+    msgs = [Message.text_message("system", "You are Gemini CLI."), user("read everything")]
+    for i in range(n):
+        msgs += [Message("assistant", (ToolUse(f"c{i}", names.get(i, "read_file"), {"path": f"f{i}"}),)),
+                 Message("user", (ToolResult(f"c{i}", contents.get(i, "y" * MASK_OUT)),))]
+    msgs += [Message("assistant", (ToolUse("last", "read_file", {"path": "g"}),)),
+             Message("user", (ToolResult("last", "z" * 400_000),))]  # the request: not history yet
+    return msgs
+
+
+def masked_ids(ctx) -> set[str]:
+    return {r.tool_use_id for m in ctx.messages for r in m.tool_results if r.content.startswith("<tool_output_masked>")}
+
+
+def test_older_tool_outputs_are_masked_past_the_newest_50k_once_they_total_30k(counter):
+    from strategies.gemini_cli import response_tokens
+
+    assert response_tokens("read_file", "y" * MASK_OUT) == 12_005
+    ctx = Meter(counter, "truth").context(masking_history(10))
+    out = GeminiCli().before_call(ctx, session(counter, 1_000, window=1_048_576))
+    # newest first: c9..c6 = 48,020 protected; c5 crosses 50,000 and is prunable with all older ones
+    assert [e.kind for e in out.events] == ["mask"] and out.events[0].messages_touched == 6
+    assert masked_ids(out.context) == {f"c{i}" for i in range(6)}
+    assert out.context.messages[-1] is ctx.messages[-1]  # the request itself is never scanned
+    snippet = next(r.content for m in out.context.messages for r in m.tool_results if r.tool_use_id == "c0")
+    assert snippet.startswith('<tool_output_masked>\n{\n  "output": "yyy') and "\n... [TRUNCATED] ...\n" in snippet
+    assert snippet.endswith("_c0_" + snippet.split("_c0_")[1]) and snippet.endswith(".txt\n</tool_output_masked>")
+    assert "Output too large. Full output available at: " in snippet
+    assert out.context.truth < ctx.truth and orphans(out.context.messages) == (set(), set())
+    # the CLI keeps the masked history: next call nothing more is prunable
+    s = session(counter, 1_000, window=1_048_576)
+    assert GeminiCli().before_call(out.context, s) is None
+
+
+def test_nothing_is_masked_under_30k_of_prunable_output_nor_in_the_2025_generation(counter):
+    six = Meter(counter, "truth").context(masking_history(6))  # c1 + c0 = 24,010 prunable: under 30,000
+    assert GeminiCli().before_call(six, session(counter, 1_000, window=1_048_576)) is None
+    ten = Meter(counter, "truth").context(masking_history(10))
+    assert strategies.build("gemini-cli:2025").before_call(ten, session(counter, 1_000, window=1_048_576)) is None
+
+
+def test_exempt_tools_are_never_masked_and_shell_output_keeps_its_sections(counter):
+    shell = ("Command: make test\nDirectory: (root)\nOutput: " + "\n".join(f"test {k} ok" * 300 for k in range(40))
+             + "\nError: (none)\nExit Code: 2")
+    msgs = masking_history(10, names={0: "activate_skill", 1: "run_shell_command"}, contents={1: shell})
+    out = GeminiCli().before_call(Meter(counter, "truth").context(msgs), session(counter, 1_000, window=1_048_576))
+    assert "c0" not in masked_ids(out.context) and "c1" in masked_ids(out.context)
+    masked = next(r.content for m in out.context.messages for r in m.tool_results if r.tool_use_id == "c1")
+    assert "Command: make test" in masked and "Exit Code: 2" in masked and "... [20 lines omitted] ..." in masked
+    assert "test 0 ok" in masked and "test 39 ok" in masked and "test 20 ok" not in masked
+
+
+def test_masking_runs_after_a_compression_in_the_same_call(counter):
+    """client.ts l.689-699: tryCompressChat, then tryMaskToolOutputs on the history it left."""
+    msgs = [Message.text_message("system", "s"), user("first task"), *tool_round(0, 100), user("second task")]
+    for i in range(1, 11):
+        msgs += tool_round(i, MASK_OUT)
+    msgs += [Message("assistant", (ToolUse("last", "read_file", {"path": "g"}),)),
+             Message("user", (ToolResult("last", "ok"),))]
+    s = session(counter, 600_000, window=1_048_576)
+    out = GeminiCli(function_response_budget=None, verify=False).before_call(Meter(counter, "truth").context(msgs), s)
+    assert [e.kind for e in out.events] == ["summarize", "mask"]

@@ -341,3 +341,75 @@ def test_tail_start_tests_the_size_before_safe_cut_and_finds_the_same_start(coun
     s = OpenCode(generation="tail")
     for budget in [*range(0, 6_000, 37), *rng.sample(range(total + 10), 200)]:
         assert s.tail_start(ctx, considered, budget) == reference_tail_start(ctx, considered, budget), budget
+
+
+# -- 1.2 – 1.4: overflow.ts's trigger, the summary replaces everything (opencode:1.4) ---------------
+COPILOT_SONNET = replace(profile("claude-sonnet-4.6"), context_window=200_000, max_input=128_000, max_output=32_000)
+"""github-copilot/claude-sonnet-4.6 as models.dev gave it on 2026-04-13 (bench/windows.py)."""
+
+
+def test_the_1_4_trigger_is_the_input_limit_less_20k_on_the_whole_total():
+    """overflow.ts @08f74b9b: usable = limit.input − min(20K, max output) = 108,000 here; the recorded
+    1.4.3 session did not compact at a total of 105,395 and did at 112,579. The classic rule
+    (> limit.input, cache writes left out) would not have fired at 112,579."""
+    s = strategies.build("opencode:1.4")
+    assert s.usable(COPILOT_SONNET) == 108_000
+    assert not s.overflowing(Usage(input_tokens=300, cache_read_tokens=100_000, output_tokens=5_095), COPILOT_SONNET)
+    assert s.overflowing(Usage(input_tokens=284, cache_read_tokens=105_250, output_tokens=7_045), COPILOT_SONNET)
+    assert s.overflowing(Usage(input_tokens=1, cache_write_tokens=107_999), COPILOT_SONNET)  # writes count
+    assert not OpenCode().overflowing(Usage(input_tokens=284, cache_read_tokens=105_250, output_tokens=7_045),
+                                      COPILOT_SONNET)
+    # no input limit: context − max output, with no reserve in this branch (unlike the tail generation)
+    no_input = replace(COPILOT_SONNET, context_window=128_000, max_input=None)
+    assert s.usable(no_input) == 96_000 and OpenCode(generation="tail").usable(no_input) == 76_000
+
+
+def test_the_1_4_compaction_keeps_nothing_of_the_tail(counter):
+    """The recorded 1.4.3 session's first call after its compaction is 16,303 tokens: the cached
+    system + tools, the summary and the continue message, nothing of the conversation."""
+    msgs = history([("t1", 100, "bash")])
+    recorder = Recorder()
+    s = session(counter, model=COPILOT_SONNET, summarizer=recorder)
+    s.last_usage = Usage(input_tokens=284, cache_read_tokens=105_250, output_tokens=7_045)
+    out = strategies.build("opencode:1.4").before_call(Meter(counter).context(msgs), s)
+    assert out is not None and [e.kind for e in out.events] == ["summarize"]
+    assert [(m.role, m.text) for m in out.context.messages] == [
+        ("system", "You are OpenCode."), ("user", QUESTION),
+        ("assistant", f"SUMMARY{QUOTE_LEAD}{msgs[-1].text}"), ("user", CONTINUE_2026)]
+    assert "## Goal" in recorder.requests[0].prompt and "## Relevant files / directories" in recorder.requests[0].prompt
+    assert recorder.requests[0].messages == tuple(msgs[1:])
+
+
+def test_sessions_route_by_version():
+    from strategies.versions import matching_strategy
+
+    assert matching_strategy("opencode", "1.4.3") == "opencode:1.4"
+    assert matching_strategy("opencode", "1.2.12") == "opencode:1.4"
+    assert matching_strategy("opencode", "1.1.40") == "opencode"
+    assert matching_strategy("opencode", "1.5.0") == matching_strategy("opencode", None) == "opencode"
+
+
+def test_a_github_copilot_session_compacts_where_its_provider_limits_say(counter):
+    """End to end: a 1.4.3 session served by github-copilot is windowed with the provider's limits
+    (128K input, not the model's 1M) and compacts after the first call whose total reaches 108,000."""
+    from traces.formats._common import ts_seconds
+
+    when = ts_seconds("2026-04-13T10:00:00Z")
+    msgs = [SYSTEM, human("U1: implement the commands")]
+    totals = [60_000, 90_000, 105_395, 112_579, 20_000]
+    for k, total in enumerate(totals):
+        msgs.append(Message("assistant", (ToolUse(f"c{k}", "bash", {"command": "ls"}),), timestamp=when + k,
+                            usage=Usage(input_tokens=total - 1_000, output_tokens=1_000),
+                            meta={"model": "claude-sonnet-4.6", "provider": "github-copilot"}))
+        msgs.append(Message("user", (ToolResult(f"c{k}", "ok " * 50),), timestamp=when + k))
+    msgs.append(Message("assistant", (Text("done"),), timestamp=when + 9))
+    trace = Trace("oc", tuple(msgs), agent="opencode", model="claude-sonnet-4.6",
+                  meta={"version": "1.4.3", "provider": "github-copilot"})
+    config = ReplayConfig(profile("claude-sonnet-4.6"), recorded_models=True)
+    from bench.fidelity import replay_recorded
+
+    result = replay_recorded(trace, strategies.build("opencode:1.4"), config, counter=counter)
+    assert [e.call for e in result.events if e.kind == "summarize"] == [4]  # after the 112,579 call
+    plain = replay_recorded(trace, strategies.build("opencode:1.4"), ReplayConfig(profile("claude-sonnet-4.6")),
+                            counter=counter)
+    assert not [e for e in plain.events if e.kind == "summarize"]  # the model's own 1M window: never

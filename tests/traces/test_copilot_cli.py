@@ -175,3 +175,80 @@ def test_the_real_1_0_74_session_keeps_its_sub_agents(shared_traces):
     assert c.pre_tokens == 160_095 and len(c.summary) == 11_516
     (passed,) = [n for n in result.notes if "passed over" in n]
     assert "483 hook.start" in passed and len(result.notes) == 1
+
+
+def _system_log(prompt: str, *, tier: str | None = "default") -> CopilotLog:
+    """A 1.0.74 log whose system.message is written again at the next interaction, once changed,
+    with a sub-agent's notification in between (as the real StarCar file has them)."""
+    log = CopilotLog()
+    log.add("session.start", {"sessionId": "s", "copilotVersion": "1.0.74", "producer": "copilot-agent",
+                              "contextTier": None})
+    log.add("session.model_change", {"newModel": "claude-fable-5", **({"contextTier": tier} if tier else {})})
+    log.add("system.message", {"role": "system", "content": prompt})
+    log.add("user.message", {"content": "go"})
+    log.add("assistant.message", {"messageId": "m1", "content": "Started the car.", "toolRequests": []})
+    log.add("system.message", {"role": "system", "content": prompt})
+    log.add("system.notification", {"content": "<system_notification>Agent \"car-1\" is idle.</system_notification>",
+                                    "kind": {"type": "agent_idle", "agentId": "car-1"}})
+    log.add("assistant.message", {"messageId": "m2", "content": "Reading car-1.", "toolRequests": []})
+    log.add("system.message", {"role": "system", "content": prompt + " (changed)"})
+    return log
+
+
+def test_the_system_prompt_and_notifications_are_model_context(tmp_path):
+    """system.message is the system prompt the model got (the first is kept, repeats counted);
+    system.notification reaches the model as a user message; the context tier is kept."""
+    path = write_jsonl(tmp_path / "events.jsonl", _system_log("You are the GitHub Copilot CLI.").events)
+    result = read_path(path)
+    (trace,) = result.traces
+    assert [m.role for m in trace.messages] == ["system", "user", "assistant", "user", "assistant"]
+    assert trace.messages[0].text == "You are the GitHub Copilot CLI."
+    note = trace.messages[3]
+    assert "car-1" in note.text and note.meta == {"injected": True, "notification": True}
+    assert trace.meta["context_tier"] == "default"
+    (passed,) = result.notes
+    assert "1 system.message (the same prompt again)" in passed
+    assert "1 system.message with another prompt (the first one kept)" in passed
+    assert "system.notification" not in passed
+    no_tier = read_path(write_jsonl(tmp_path / "b.jsonl", _system_log("p", tier=None).events)).traces[0]
+    assert "context_tier" not in no_tier.meta
+
+
+def test_a_compaction_stays_on_its_message_after_the_system_prompt(tmp_path):
+    events, expected = copilot_session()
+    events.insert(1, {"type": "system.message", "data": {"role": "system", "content": "sys"}, "id": "sys",
+                      "parentId": events[0]["id"], "timestamp": events[0]["timestamp"]})
+    trace = read_path(write_jsonl(tmp_path / "events.jsonl", events)).traces[0]
+    (c,) = trace.compactions
+    assert trace.messages[0].role == "system" and trace.messages[c.message_index].meta["summary"] is True
+    assert recorded_calls(trace) == (expected["complete_call"],)
+
+
+def test_the_system_prompt_counts_toward_the_80_percent(tmp_path, counter):
+    """Copilot compares system + conversation (+ tools) with 80% of the tier's window: a session
+    whose conversation alone stays under it starts a compaction because of its system prompt."""
+    from dataclasses import replace
+
+    from bench.pricing import profile
+    from bench.replay import ReplayConfig, replay
+    from strategies import build
+
+    def run(with_system: bool) -> list[str]:
+        log = CopilotLog()
+        log.add("session.start", {"sessionId": "s", "copilotVersion": "1.0.74", "producer": "copilot-agent"})
+        if with_system:
+            log.add("system.message", {"role": "system", "content": "Rules of the house. " * 700})
+        log.add("user.message", {"content": "work"})
+        for i in range(12):
+            log.add("assistant.message", {"messageId": f"m{i}", "content": "", "toolRequests": [
+                {"toolCallId": f"t{i}", "name": "view", "arguments": {"path": f"f{i}"}}]})
+            log.add("tool.execution_complete", {"toolCallId": f"t{i}", "success": True,
+                                                "result": {"content": f"line {i} " * 120}})
+        log.add("assistant.message", {"messageId": "end", "content": "Done.", "toolRequests": []})
+        (trace,) = read_path(write_jsonl(tmp_path / f"{with_system}.jsonl", log.events)).traces
+        model = replace(profile("claude-sonnet-4-5"), context_window=9_000)
+        result = replay(trace, build("copilot-cli"), ReplayConfig(model), counter=counter)
+        return [e.detail for e in result.events if e.kind == "summarize"]
+
+    assert run(with_system=False) == []
+    assert run(with_system=True)

@@ -266,3 +266,22 @@ def test_fuzz_database_and_storage_only_trace_errors(data):
                 f = data.draw(st.sampled_from(sorted((root / "storage").rglob("*.json"))))
                 f.write_bytes(raw if isinstance(raw, bytes) else f.read_bytes()[:raw])
         only_trace_errors(opencode.read_file, path, names=str(root))
+
+
+def test_the_summary_answer_is_a_summarizer_call_not_the_first_call_after(tmp_path):
+    """The compaction agent's answer (``summary: true``) is a summarizer call: the context after a
+    compaction is the agent's next request (the recorded 1.4.3 session: 16,303 tokens, not the
+    summary call's 98,608)."""
+    from bench.fidelity_command import session as fidelity
+
+    export = tmp_path / "export.json"
+    raws = _session()
+    raws[-1][0]["tokens"] = {"input": 300, "output": 2, "reasoning": 0, "cache": {"read": 1200, "write": 0}}
+    export.write_text(json.dumps({"info": {"id": "ses_1", "version": "1.4.3"},
+                                  "messages": [{"info": i, "parts": p} for i, p in raws]}))
+    (trace,) = opencode.read_file(export).traces
+    summary = trace.messages[trace.compactions[0].message_index]
+    assert summary.meta["summarizer"] is True and summary.meta["summary"] is True
+    assert not trace.messages[-1].meta.get("summarizer")
+    (row,) = fidelity(trace, model="claude-sonnet-4-5")[1]
+    assert row["recorded_post"] == 1_500  # the agent's call after it, not the summarizer's

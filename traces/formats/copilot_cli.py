@@ -18,10 +18,20 @@ A successful compaction becomes the summary as a user message where it completed
 RecordedCompaction; the call at which it started, with the start's token breakdown, is kept in
 ``meta["compaction_starts"]``.
 
+``system.message`` is the system prompt the model got (written again at the start of every
+interaction; 135 KB, 36,636 of Copilot's tokens in the recorded 1.0.74 session, where its
+``compaction_start`` counts it as ``systemTokens``): the first one becomes the trace's system
+message, a repeat of the same text is counted, a changed one is counted apart (the first is kept:
+a trace has one system prompt). ``system.notification`` (a sub-agent finished, ...) is sent to the
+model as a user message: the recorded agent's next call acts on it (reads the agent it names); it
+is imported as an injected user message. The context tier (``contextTier`` of ``session.start`` /
+``session.model_change``: "default" ~200K or "long_context" 1M, changelog 1.0.52 L992 / 1.0.56 L921)
+is kept in ``meta["context_tier"]``, the last one recorded; bench/windows.py windows the session by it.
+
 ``assistant.usage`` is ephemeral (never persisted), so a response carries only its output tokens
 (``meta["output_tokens"]``); the prompt size is known only at compactions, and a file may hold no
 usage at all: its calls import without usage. Kinds that are not model context (hooks, turn
-markers, ``system.message``, ...) are counted, by kind, in one note per file.
+markers, ...) are counted, by kind, in one note per file.
 
 Sub-agents: a ``task`` tool call starts one (``subagent.started``, ``agentId`` = the call's id) whose
 own turns are written into the same file, each event carrying ``agentId`` (and ``parentToolCallId``
@@ -34,6 +44,7 @@ Claude Code's sidechains do; the main trace keeps the task call and its result.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +68,9 @@ NAME = "copilot-cli"
 AGENT = "copilot-cli"
 READ = ("session.start", "session.model_change", "user.message", "assistant.message", "tool.execution_start",
         "tool.execution_complete", "session.compaction_start", "session.compaction_complete", "subagent.started",
-        "subagent.completed")
+        "subagent.completed", "system.message", "system.notification")
+REPEATED_SYSTEM = "system.message (the same prompt again)"
+CHANGED_SYSTEM = "system.message with another prompt (the first one kept)"
 
 
 def sniff_file(path: Path, head: str) -> str | None:
@@ -86,6 +99,10 @@ class _State:
         self.skipped: Counter[str] = Counter()
         self.agent: dict[str, Any] = {}
         """A sub-agent's ``subagent.started`` / ``completed`` data (name, model, totals); empty for the main agent."""
+        self.system: str | None = None
+        """The system prompt (the first ``system.message``), put first in the trace."""
+        self.tier: str | None = None
+        """The context tier last recorded (``contextTier``)."""
 
     @property
     def n_calls(self) -> int:
@@ -120,8 +137,20 @@ def _event(s: _State, obj: dict[str, Any], line: int, skipped: Counter[str]) -> 
     if kind == "session.start":
         s.start_data = data
         s.model = get_str(data, "selectedModel", None, path=p, line=line)
+        s.tier = get_str(data, "contextTier", None, path=p, line=line) or s.tier
     elif kind == "session.model_change":
         s.model = get_str(data, "newModel", s.model, path=p, line=line)
+        s.tier = get_str(data, "contextTier", None, path=p, line=line) or s.tier
+    elif kind == "system.message":
+        text = get_str(data, "content", path=p, line=line)
+        if s.system is None:
+            s.system = text
+        else:
+            skipped[REPEATED_SYSTEM if text == s.system else CHANGED_SYSTEM] += 1
+    elif kind == "system.notification":
+        text = get_str(data, "content", path=p, line=line)
+        s.messages.append(Message("user", (Text(text),), timestamp=ts, id=get_str(obj, "id", None, path=p, line=line),
+                                  meta={"injected": True, "notification": True}))
     elif kind == "user.message":
         text = data.get("transformedContent")
         if not isinstance(text, str):
@@ -221,10 +250,15 @@ def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
         if agent is not None and not state.messages:
             continue  # a sub-agent that wrote no message: listed in a note below
         messages, recorded, filled, orphans = finish(state.messages, state.compactions)
+        if state.system is not None:  # the system prompt first; every recorded position moves by one
+            messages = [Message.text_message("system", state.system), *messages]
+            recorded = [dc_replace(c, message_index=c.message_index + 1) for c in recorded]
         where = path if agent is None else f"{path} (sub-agent {agent})"
         notes += repair_notes(where, filled, orphans)
         meta: dict[str, Any] = {"session_id": session, "version": version, "compaction_starts": state.starts,
                                 "sidechain": agent is not None}
+        if state.tier is not None:
+            meta["context_tier"] = state.tier
         if agent is not None:  # subagent.started / completed: name, description, model, totals
             meta.update(agent_id=agent, subagent={k: v for k, v in state.agent.items() if k != "toolCallId"})
         traces.append(Trace(

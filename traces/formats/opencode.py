@@ -6,7 +6,8 @@ file each). A tool call and its result are the *same* part (``state.input`` / ``
 each becomes a ToolUse in the assistant message and a ToolResult in the user message after it. An
 assistant message may span several model calls (``step-start`` … ``step-finish`` with its tokens):
 each step is one of our assistant messages. A ``compaction`` part (sent as "What did we do so
-far?") answered by a ``summary: true`` message is a RecordedCompaction; pruned outputs
+far?") answered by a ``summary: true`` message is a RecordedCompaction (that answer is the compaction
+agent's call: ``meta["summarizer"]``, so the context after is the agent's next request); pruned outputs
 (``state.time.compacted``) are sent as "[Old tool result content cleared]", as OpenCode does.
 
 Each call keeps the provider that served it (``providerID``: ``meta["provider"]``, and the session's
@@ -148,8 +149,9 @@ def _convert(session: dict[str, Any], raws: list[Raw], source: str) -> tuple[Tra
         meta: dict[str, Any] = {"model": model} if model else {}
         if provider:
             meta["provider"] = provider
-        if info.get("summary") is True:
+        if info.get("summary") is True:  # the compaction agent's answer: a summarizer call, not an agent turn
             meta["summary"] = True
+            meta["summarizer"] = True
         steps: list[tuple[list[Block], list[Block], Usage | None]] = [([], [], None)]
         for p in parts:
             if p.get("type") == "step-start" and (steps[-1][0] or steps[-1][2]):
