@@ -208,11 +208,17 @@ def headline(totals: pd.DataFrame, errors: int = 0) -> list[str]:
                       "(listed under “Failed or interrupted tasks”)."] if errors else []
     if totals.empty:
         return [*out, "No results in this run."]
-    cheapest = totals.iloc[0]
-    line = f"Cheapest: <b>{html.escape(cheapest.strategy)}</b> at {usd(cheapest.cost)}"
-    if not pd.isna(cheapest.cost_vs_none) and cheapest.strategy != BASELINE:
-        line += f" ({cheapest.cost_vs_none:+.1%} vs none)"
-    out.append(line + ".")
+    # "Cheapest" is said only of a strategy that never overflowed: a refused call costs nothing here
+    clean = totals[pd.to_numeric(totals.overflows, errors="coerce").fillna(0) == 0] if "overflows" in totals \
+        else totals
+    if len(clean):
+        cheapest = clean.iloc[0]
+        line = f"Cheapest that never overflowed: <b>{html.escape(cheapest.strategy)}</b> at {usd(cheapest.cost)}"
+        if not pd.isna(cheapest.cost_vs_none) and cheapest.strategy != BASELINE:
+            line += f" ({cheapest.cost_vs_none:+.1%} vs none)"
+        out.append(line + ".")
+    else:
+        out.append("Every strategy overflowed the window: none is the cheapest that works.")
     if totals.saving_vs_none.notna().any():
         best = totals.loc[totals.saving_vs_none.idxmax()]
         out.append(f"Fewest input tokens: <b>{html.escape(best.strategy)}</b>, {best.saving_vs_none:.1%} fewer "

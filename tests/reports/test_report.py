@@ -297,3 +297,14 @@ def test_a_run_of_none_alone_that_overflowed_renders(tmp_path: Path) -> None:
     assert main(args) == 0
     page = (tmp_path / "alone" / "report.html").read_text(encoding="utf-8")
     assert "cost_vs_retention.png" in page and (tmp_path / "alone" / "cost_vs_retention.png").stat().st_size > 0
+
+
+def test_the_headline_never_calls_an_overflowing_strategy_cheapest() -> None:
+    import pandas as pd
+
+    totals = pd.DataFrame({"strategy": ["none", "llm"], "cost": [1.0, 2.0], "cost_vs_none": [0.0, 1.0],
+                           "saving_vs_none": [0.0, 0.2], "false_economy": [False, False], "overflows": [31, 0]})
+    lines = tables.headline(totals)
+    assert lines[0].startswith("Cheapest that never overflowed: <b>llm</b>")
+    assert "Overflowed the window: <b>none</b> (31 calls)." in lines
+    assert tables.headline(totals.assign(overflows=[31, 2]))[0].startswith("Every strategy overflowed")
