@@ -507,6 +507,9 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
         raise ValueError("no traces to replay in " + ", ".join(config.traces)
                          + "".join(f"\n  {note}" for note in notes.notes))
     run_dir = config.run_dir
+    replaced = _replaces(run_dir, config)
+    if replaced:
+        notes.notes.insert(0, replaced)
     store = Store(run_dir)  # an unwritable --out fails before any replay
     planned = Planned()
     window = _window(config)
@@ -587,6 +590,27 @@ def _noting_unpriced(config: RunConfig, traces: Iterator[tuple[int, Trace]], unp
             if p.is_fallback:
                 unpriced[model] = fallback_note(model, p)
         yield position, trace
+
+
+SAME_RUN = ("traces", "strategies", "model", "summarizer", "summarizer_model", "seed", "seeds", "truth", "prices",
+            "probe", "cache_ttl", "seconds_per_call", "min_calls", "min_tokens", "formats", "shard")
+"""The settings that make two runs the same run: the same name with the same ones resumes, with
+others it is a new run whose report replaces the old one (finished tasks stay in the store)."""
+
+
+def _replaces(run_dir: Path, config: RunConfig) -> str:
+    """A note when ``run_dir`` holds an earlier run with other settings (a reused ``--name``, or the
+    default ``run``): its results and report are replaced, which a user should be told, not find out."""
+    try:
+        old = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("config") or {}
+    except (OSError, ValueError):
+        return ""
+    new = json.loads(json.dumps(asdict(config), default=str))
+    changed = [k for k in SAME_RUN if k in old and old.get(k) != new.get(k)]
+    if not changed:
+        return ""
+    return (f"{run_dir} held an earlier run with other {', '.join(changed)}: its results and report are replaced "
+            f"by this run's (pass --name to keep both)")
 
 
 def aggregate(run_dir: Path, plan: pd.DataFrame | None = None) -> pd.DataFrame:

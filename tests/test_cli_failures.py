@@ -74,3 +74,16 @@ def test_a_session_that_fails_every_strategy_alike_is_named_once(capsys) -> None
     lines = capsys.readouterr().err.splitlines()
     assert lines == ["error: s1 × 4 strategies (none, codex, aider, …): UnknownModelError: no price for 'acme-1'.",
                      "error: s2 × none: KeyError: 'x'"]
+
+
+def test_reusing_a_name_with_other_settings_is_said(tmp_path, capsys) -> None:
+    from bench.cli import main
+
+    base = ["run", "--traces", "synthetic:short", "--truth", "cl100k", "--workers", "1", "--out", str(tmp_path),
+            "--quiet", "--no-report"]
+    assert main([*base, "--strategies", "none"]) == 0
+    assert "held an earlier run" not in capsys.readouterr().err
+    assert main([*base, "--strategies", "none"]) == 0  # the same run again: a resume, nothing to say
+    assert "held an earlier run" not in capsys.readouterr().err
+    assert main([*base, "--strategies", "none", "codex"]) == 0
+    assert "held an earlier run with other strategies: its results and report are replaced" in capsys.readouterr().err
