@@ -40,10 +40,13 @@ class {cls}(Strategy):
     #   before_call(ctx, session) before every model call,
     #   on_overflow(ctx, session) when the request did not fit the window (a 413),
     #   project(ctx, session) -> the context actually sent (a view; the history is kept).
-    # ctx.estimate is this agent's own token estimate (chars/4 by default), ctx.truth the tokenizer's;
-    # session.model.context_window the window; session.summarize(...) asks the run's summarizer.
+    # ctx.truth is what the provider counts (the recorded usage spread over the messages, with the
+    # system prompt and tool schemas), the number the window holds; ctx.estimate is an agent's own
+    # estimate (chars/4 by default), about half of it on real sessions: a trigger on it fires late
+    # and overflows. session.model.context_window is the window; session.summarize(...) asks the
+    # run's summarizer.
     def before_call(self, ctx, session):
-        if ctx.estimate < self.trigger * session.model.context_window:
+        if ctx.truth < self.trigger * session.model.context_window:
             return None
         ids = [r.tool_use_id for m in ctx.messages for r in m.tool_results]
         old = set(ids[: max(0, len(ids) - self.keep)])
