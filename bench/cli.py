@@ -52,7 +52,7 @@ def _print_notes(notes: list[str], written: Path) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from bench.runner import format_fidelity, format_summary, run
+    from bench.runner import format_fidelity, format_means, run
     from bench.sources import NOTES_FILE
 
     output = run(_config(args), progress=not args.quiet)
@@ -64,15 +64,11 @@ def _run(args: argparse.Namespace) -> int:
         print(f"compaction-bench: every task failed ({len(output.errors)}); no report → {output.run_dir}/",
               file=sys.stderr)
         return 1
-    from bench.verdict import aggregate, weighting_text
+    from bench.verdict import weighting_text
 
-    summary = output.summary
-    if args.weight != "equal" and "retention" in summary:  # the printed means follow --weight
-        means = aggregate(output.table, args.weight).set_index("strategy")
-        summary = summary.assign(retention=summary.strategy.map(means.retention) if "retention" in means
-                                 else summary.retention)
-    print(format_summary(summary))
-    print(f"(per-trace means, e.g. retention: {weighting_text(args.weight).split(':')[0]}; --weight to change)")
+    print(format_means(output.table, args.weight))
+    print(f"(per trace: {weighting_text(args.weight)}; compact and overflows are totals; every metric is in "
+          f"{output.run_dir}/results.csv)")
     fidelity = format_fidelity(output.table)
     if fidelity:
         print("\nFidelity: the matching strategy, on provider counts (undriven) vs the real agent's first "

@@ -638,6 +638,67 @@ def format_summary(summary: pd.DataFrame) -> str:
     return view.to_string(index=False, na_rep="—")
 
 
+CONSOLE_COLUMNS = (("traces", "traces"), ("calls", "calls"), ("input_tokens", "input"), ("saving_vs_none", "saving"),
+                   ("peak_context", "peak"), ("compactions", "compact"), ("overflows", "overflows"),
+                   ("cost", "$/trace"), ("retention", "retention"), ("errors", "errors"))
+"""What the console shows, all per-trace means like the verdict (counts summed, as it sums them); the
+rest is in results.csv and the report. Short headers keep it within 120 columns."""
+CONSOLE_WIDTH = 120
+
+
+def format_means(table: pd.DataFrame, weight: str | None = "equal") -> str:
+    """The table printed at the end of a run: one row per strategy, cheapest per trace first, each
+    figure the per-trace mean the verdict quotes (``--weight``), overflows and compactions summed; a
+    strategy with an errored task last, with its errors counted. Fits ``CONSOLE_WIDTH`` columns (long
+    strategy labels are cut in the middle)."""
+    from bench.verdict import aggregate
+
+    if table.empty:
+        return "(no results)"
+    agg = aggregate(table, weight)
+    agg = agg.assign(_failed=agg.errors > 0).sort_values(["_failed", "cost"]).drop(columns="_failed")
+    cells = {"strategy": [_cut(str(s), 28) for s in agg.strategy]}
+    for col, head in CONSOLE_COLUMNS:
+        if col not in agg or (col == "errors" and not agg.errors.any()):
+            continue
+        if col == "saving_vs_none" and not agg[col].notna().any():
+            continue
+        cells[head] = [_cell(col, v, failed=bool(e)) for v, e in zip(agg[col], agg.errors, strict=True)]
+    heads = list(cells)
+    widths = [max(len(h), *(len(v) for v in cells[h])) for h in heads]
+    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(heads, widths,
+                                                                                        strict=True)))]
+    for r in range(len(agg)):
+        lines.append("  ".join(cells[h][r].ljust(w) if i == 0 else cells[h][r].rjust(w)
+                               for i, (h, w) in enumerate(zip(heads, widths, strict=True))))
+    return "\n".join(line[:CONSOLE_WIDTH] for line in lines)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width // 2 - 1] + "…" + text[-(width - width // 2):]
+
+
+def _cell(col: str, v: object, *, failed: bool = False) -> str:
+    if col == "cost" and (failed or pd.isna(v)):
+        return "failed" if failed else "—"
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    x = float(v)  # type: ignore[arg-type]
+    if col in ("input_tokens",):
+        return f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:.0f}K"
+    if col == "peak_context":
+        return f"{x / 1e3:.0f}K"
+    if col == "saving_vs_none":
+        return f"{x:+.1%}"
+    if col == "retention":
+        return f"{x:.1%}"
+    if col == "cost":
+        return f"${x:,.2f}" if x >= 1 else f"${x:,.3f}"
+    if col == "calls":
+        return f"{x:,.0f}"
+    return f"{x:,.0f}"
+
+
 def format_fidelity(table: pd.DataFrame) -> str:
     """Recorded vs replayed compaction per (trace, strategy) where fidelity applies; '' if nowhere."""
     if table.empty or "fidelity_recorded_call" not in table:
