@@ -28,7 +28,7 @@ def test_run_writes_every_output_and_prints_the_table(tmp_path, trace_file, caps
                  "--name", "t", "--out", str(tmp_path / "out"), "--quiet", "--no-report"])
     assert code == 0
     out = capsys.readouterr().out
-    assert "none" in out and "opencode" in out and "cost" in out
+    assert "none" in out and "opencode" in out and "$/trace" in out
     run_dir = tmp_path / "out" / "t"
     for name in ("results.csv", "calls.csv", "events.jsonl", "summaries.jsonl", "run.json"):
         assert (run_dir / name).exists(), name
