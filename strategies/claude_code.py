@@ -9,11 +9,13 @@ Generations (registry variant ← version range, ``strategies.versions.GENERATIO
 ==================  ===============  =========================================================
 variant             versions         what changes (the field, its default there)
 ==================  ===============  =========================================================
-claude-code:1.0     1.0.x            as :2.0; no invoked-skill re-injection (skills: 2.0.20,
-                                     L4954). Medium confidence: the recorded 1.0.53 session
-                                     compacted after a call at 154,669 with the one before at
-                                     152,519, i.e. a threshold in (~154.0K, ~156.0K]; 155K fits,
-                                     the 92% of the whole window used before (184K) does not.
+claude-code:1.0     1.0.x            as :2.0, but files re-read up to 10K tokens each (the June
+                                     2025 bundle: 1e4, see below) and no invoked-skill
+                                     re-injection (skills: 2.0.20, L4954). Medium confidence:
+                                     the recorded 1.0.53 session compacted after a call at
+                                     154,669 with the one before at 152,519, i.e. a threshold in
+                                     (~154.0K, ~156.0K]; 155K fits, the 92% of the whole window
+                                     used before (184K) does not.
 claude-code:2.0     [1.1, 2.1.21)    ``reserve_cap=32_000``: the output reserve is Claude Code's
                                      own max-output setting (32K), uncapped → 155,000 on 200K.
                                      Data: every 2.0.76–2.1.20 auto compaction fired at 155K.
@@ -42,12 +44,23 @@ POST_COMPACT_SKILLS_TOKEN_BUDGET 25K): the summary message, then attachments —
   its read comes back edited, and a file read in part comes back whole. Over 5K tokens it comes
   back as a one-line reference; the files stop at 50K together. The replay rebuilds the current
   content from what the trace shows (``_FileKnowledge``): a full read or a Write, with later
-  edits applied; a file seen only in part is estimated from its highest line number;
+  edits applied; a file seen only in part is judged by its highest line number and comes back
+  as the part the trace shows (``ClaudeCode._file_attachments``);
 - invoked skills (from 2.1.21 here): each skill body the session loaded (the ``isMeta`` user
   message "Base directory for this skill: ..." after a ``Skill`` call or a typed /skill, which
-  the importer marks ``injected``), cut to 5K tokens, 25K together;
+  the importer marks ``injected``), cut to 5K tokens, 25K together. Since when is not known:
+  2.1.45 (L4042) fixes a bug of the re-injection, so it existed then; the 2.1.20 session's first
+  post-compaction prompt leaves ~1.2K beside overhead and summary, no room for its 2.1K-token
+  skill. Low-medium confidence;
 - the todo list (TodoWrite's latest ``todos``; 1.0.11 L5520) and the plan file (the latest
   Write/Edit of a file under ``.claude/plans/``), when the session has them.
+
+The restore itself (newest first from the file-state cache, each re-read with a per-file token
+limit, kept while the running total fits) is also what public de-minifications of the bundle show:
+the June-2025 one (``improved-claude-code-5.mjs`` L45651-45773 in the analysis_claude_code forks,
+e.g. yordyi/analysis_claude_code: per-file limit 1e4, total 50,000, files only) and a 2.x one
+(``chunks.107.mjs`` L1120-1269 in mylinyuzhi/analysis_claude_code_v2: files, then the todo list,
+then the plan file). Medium confidence (third-party reconstructions, no version stated exactly).
 
 Not modelled: background-agent status, deferred-tool and MCP re-announcements (small), hook output.
 """
