@@ -1,4 +1,4 @@
-"""The five-layer escalating defense, and Claude Code's configuration of it.
+"""The five-layer escalating defense (Claude Code's configuration of it: strategies/claude_code.py).
 
 Layers, cheapest first; each runs at most once per call and only if the one before left the
 context over its own threshold: L1 persist large tool results to disk (a pointer stays), L2
@@ -79,11 +79,15 @@ class FiveLayer(Strategy):
     one). Found by the slow contract suite (``empty_messages`` shape: an orphan result).
     Version 4: an empty user message after the latest request is not that request either: the
     L3/L4 summary quotes the real one and L5 keeps it (version 3 quoted and kept the empty one).
+    Version 5: a compact summary in the step (the recorded one, when a replay compacts where the
+    recorded agent did) is no prompt that opens the step: it is summarized with the rest instead of
+    being kept beside the new summary (which doubled the post-compaction prompt in the fidelity
+    replays of claude-code__entireio-cli and marot-spotter).
     """
 
     name = "five-layer"
     citation = "seed 5-layer defense; Claude Code services/compact/* per spec/strategies.md §4.1"
-    version = 4
+    version = 5
 
     estimator: str = "chars/4"
     persist_pct: float | None = 0.60
@@ -169,8 +173,13 @@ class FiveLayer(Strategy):
                 ctx, fresh = done[0], False
                 events.extend(done[1])
             still_over = done is None or self.count(ctx, session, False) >= threshold
-            st["autocompact_failures"] = failures + 1 if still_over else 0
+            st["autocompact_failures"] = failures + 1 if self._auto_failed(done, still_over) else 0
         return Outcome(ctx, tuple(events)) if ctx is not start else None
+
+    def _auto_failed(self, done: object, still_over: bool) -> bool:
+        """Whether an auto-compaction counts as failed for the breaker: here, one that could not
+        run or left the count over the threshold."""
+        return still_over
 
     def on_overflow(self, ctx: Context, session: Session) -> Outcome | None:
         st = session.state
@@ -317,31 +326,38 @@ class FiveLayer(Strategy):
     def _compact(self, ctx: Context, session: Session, label: str) -> tuple[Context, list[Event]] | None:
         head = ctx.messages[:1] if ctx.system else ()
         cut = max(step_start(ctx.messages) if self.keep_step_in_flight else unanswered_start(ctx.messages), len(head))
-        if not self.keep_step_in_flight and (opened := new_human_turn(ctx.messages, skip_empty=True)) >= len(head):
+        opened = new_human_turn(ctx.messages, skip_empty=True)
+        if not self.keep_step_in_flight and opened >= len(head) and not ctx.messages[opened].meta.get("summary"):
             cut = min(cut, opened)  # a prompt that opens the step is not summarized away (an empty one opens none)
         history, tail = ctx.messages[len(head):cut], ctx.messages[cut:]
         if not history:
             return None
-        summary = session.summarize(history, prompt=SUMMARY_PROMPT, max_tokens=self.summary_max_tokens)
+        sent, note = self._summary_input(history, session, label)
+        summary = session.summarize(sent, prompt=SUMMARY_PROMPT, max_tokens=self.summary_max_tokens)
         text = CONTINUATION + summary.text + (CONTINUE_AUTO if label.startswith("L3") else "")
         text = quote_latest_human(text, ctx.messages, tail)
         compacted = ctx.replace((*head, text_user(text, summary=True), *tail))
         clean = session.state.get("persisted") is ctx.messages  # what it adds holds no tool output
         events = [event("summarize", ctx, compacted, touched=len(history), summary_tokens=summary.output_tokens,
-                        detail=f"{label}: {len(history)} messages summarized")]
-        restored = self._restored(session)
+                        detail=f"{label}: {len(history)} messages summarized{note}")]
+        restored = self._restored(session, history)
         if restored:
             after = ctx.replace((*head, compacted.messages[len(head)], *restored, *tail))
             events.append(event("reinject", compacted, after, touched=len(restored),
-                                detail=f"re-read {len(restored)} recent files (contents from the trace's latest "
-                                       f"reads; approximate)"))
+                                detail=f"{len(restored)} attachments re-injected after compaction (contents from "
+                                       f"the trace; approximate)"))
             compacted = after
         if clean:
             session.state["persisted"] = compacted.messages
         return compacted, events
 
-    def _restored(self, session: Session) -> list[Message]:
-        """Claude Code's post-compact attachments: the most recently read files, within budget."""
+    def _summary_input(self, history: Sequence[Message], session: Session, label: str
+                       ) -> tuple[Sequence[Message], str]:
+        """What the summarize request holds, and a note for the event (here: the whole history)."""
+        return history, ""
+
+    def _restored(self, session: Session, history: Sequence[Message] = ()) -> list[Message]:
+        """Post-compact attachments: the most recently read files, within budget."""
         files = list(session.state.get("files", {}).items())[::-1][: self.restore_files]
         out, used = [], 0
         for path, content in files:
@@ -385,54 +401,14 @@ class FiveLayer(Strategy):
         return ctx.replace(sent)
 
 
-@dataclass(frozen=True, kw_only=True)
-class ClaudeCode(FiveLayer):
-    """Claude Code's compaction as measured in spec/strategies.md §4.1 [public analysis].
+def __getattr__(name: str) -> object:
+    """``strategies.layered.ClaudeCode`` (its home is strategies/claude_code.py; imported on use,
+    as that module builds on this one)."""
+    if name == "ClaudeCode":
+        from strategies.claude_code import ClaudeCode
 
-    Trigger: count ≥ window − min(max output, 20K) − 13K (167K for 200K/64K); count = last API
-    usage (input incl. cache, plus output) + chars/4 × 4/3 for newer messages. Summary with the
-    nine section headings; rebuilt as "This session is being continued…" plus an instruction
-    to continue; then the 5 most recently read files re-attached (≤ 5K tokens each, else path
-    only; ≤ 50K total). Autocompact stops after 3 consecutive failures
-    (MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES); reactive compact once on a 413, then the error.
-    No L1 (not in §4.1; ``persist_pct=0`` turns it on) and no L5 (CONTEXT_COLLAPSE ships in
-    internal builds only).
-
-    Time-based microcompact (after 60 min idle, old results become ``[Old tool result content
-    cleared]``, newest 5 kept) is gated by feature flags (§4.1) and is off here; the
-    ``claude-code:microcompact`` variant turns it on. Evidence from the recorded sessions in
-    ../shared/traces (v2.1.38, Feb 2026): session 4d5611e5 idles 251 min before call 18, yet the
-    pre-compaction count at call 61 (170,251 provider tokens) still holds every old output (the
-    same ~51-57K of system prompt and tools over our count as the other session); with the
-    microcompact on, a replay would have cleared ~39K tokens there.
-
-    The step in flight is summarized, not kept: in the recorded sessions (claude-code__marot-spotter
-    258c7280, records 1254-1256) the ``compact_boundary`` follows the last tool result, then comes
-    the summary and straight the next assistant message (version 3; version 2 kept the step).
-    The trigger still counts it (the recorded pre-compaction size includes it). Version 4: an empty
-    user message between a call and its results is no turn to keep from (``FiveLayer`` version 3).
-    Version 5: nor the request the summary quotes (``FiveLayer`` version 4).
-
-    ``claude-code:1.0`` (Claude Code 1.0.x, 2025): auto-compact at 92% of the whole window (no
-    output reserve, no 13K buffer), as public reverse-engineering notes of the 1.0 bundle describe
-    it; no source or recorded 1.0 session confirms it here (medium-low confidence).
-    """
-
-    name = "claude-code"
-    citation = "Claude Code services/compact/autoCompact.ts, prompt.ts (issues #12004, #31806); spec §4.1"
-    version = 5
-
-    persist_pct: float | None = None
-    microcompact_pct: float | None = None
-    microcompact_idle_seconds: float | None = None
-    microcompact_drop_read_only: bool = False
-    microcompact_marker: str | None = CLEARED
-    autocompact_pct: float = 1.0
-    autocompact_buffer: int = 13_000
-    max_autocompact_failures: int | None = 3
-    usage_count: bool = True
-    restore_files: int = 5
-    collapse: bool = False
+        return ClaudeCode
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _block_id(b: object) -> str | None:

@@ -40,11 +40,22 @@ class Generation:
 
 GENERATIONS: tuple[Generation, ...] = (
     Generation("claude-code", "claude-code:1.0", None, (1, 1),
-               "Claude Code 1.0.x (2025): auto-compact at 92% of the whole window, no output reserve or "
-               "13K buffer (public reverse-engineering notes of the 1.0 bundle; medium-low confidence)"),
-    Generation("claude-code", "claude-code", (1, 1), None,
-               "window - min(max output, 20K) - 13K (services/compact/autoCompact.ts as published; "
-               "matches the recorded v2.1.38 sessions at delta 0)"),
+               "Claude Code 1.0.x: window - 32K - 13K = 155K as :2.0 (the recorded 1.0.53 session compacted "
+               "between 152,519 and 154,669 + ~1.5K; medium confidence); no skills yet (2.0.20, CHANGELOG L4954)"),
+    Generation("claude-code", "claude-code:2.0", (1, 1), (2, 1, 21),
+               "window - 32K (Claude Code's max-output setting, uncapped) - 13K = 155K on 200K: every recorded "
+               "2.0.76-2.1.20 auto compaction fired there; the cap came in 2.1.21 (CHANGELOG L4238)"),
+    Generation("claude-code", "claude-code:2.1.21", (2, 1, 21), (2, 1, 76),
+               "window - min(max output, 20K) - 13K = 167K (CHANGELOG 2.1.21 L4238; the 2.1.22 session reached "
+               "155,808 without compacting, the 2.1.36-2.1.42 ones compacted at 167K); no circuit breaker yet"),
+    Generation("claude-code", "claude-code:2.1.76", (2, 1, 76), (2, 1, 89),
+               "+ circuit breaker after 3 consecutive failed auto-compactions (CHANGELOG 2.1.76 L3485)"),
+    Generation("claude-code", "claude-code:2.1.89", (2, 1, 89), (2, 1, 142),
+               "+ thrash detection: back at the limit right after compacting 3 times in a row stops with an "
+               "error (CHANGELOG 2.1.89 L3099)"),
+    Generation("claude-code", "claude-code", (2, 1, 142), None,
+               "+ reactive compaction cuts the first summarize request to fit from the reported overflow "
+               "(CHANGELOG 2.1.142 L2024)"),
     Generation("codex", "codex:2025", None, (0, 50),
                "Sept-Oct 2025: flat 256,000 limit and the history-bridge message (codex-rs/core/src/compact.rs); "
                "before the encrypted-reasoning estimate (openai/codex PR #7113, 2025-11-21)"),

@@ -176,20 +176,20 @@ def test_claude_code_rereads_five_recent_files_within_budget(counter):
     strat, sess = ClaudeCode(restore_total_tokens=8_000), session(counter)
     meter = Meter(counter, "chars/4")
     for k, (path, tokens) in enumerate(sizes.items()):
-        msgs += tool_step(k, path[1] * 4 * tokens, "Read", file_path=path)
-        strat.on_tool_result(meter.context(msgs), sess)
+        msgs += tool_step(k, path[1] * (4 * tokens - 8), "Read", file_path=path)
     msgs.append(Message.text_message("user", "go on"))
     new, events = strat._compact(meter.context(msgs), sess, "L3 auto-compact")
-    restored = [m.text for m in new.messages[2:7]]
-    # newest first: g, f, e, d, c; d is over 5K (path only); c no longer fits the 8K total
-    assert [t.split("]")[0] for t in restored] == [
-        "[Re-read after compaction: /g", "[Re-read after compaction: /f", "[Re-read after compaction: /e",
-        "[File /d was read before compaction (6000 tokens); read it again if needed.",
-        "[File /c was read before compaction (3000 tokens); read it again if needed."]
-    assert restored[0].endswith("g" * 6_000) and [e.kind for e in events] == ["summarize", "reinject"]
-    assert new.messages[7:] == (msgs[-1],)  # the step's own new prompt stays; no earlier step is kept
+    restored = [m.text for m in new.messages if m.meta.get("synthetic")]
+    # newest first: g, f, e, d, c; e no longer fits the 8K total (left out, as Claude Code filters
+    # over-budget files), d is over 5K (path only), c still fits
+    assert [t.split("\n")[0][:40] for t in restored] == [
+        'Re-read after compaction (Read {"file_pa', 'Re-read after compaction (Read {"file_pa',
+        "Note: /d was read before this summary; i", 'Re-read after compaction (Read {"file_pa']
+    assert ['"/g"' in restored[0], '"/f"' in restored[1], '"/c"' in restored[3]] == [True] * 3
+    assert restored[0].endswith("g" * 100) and [e.kind for e in events] == ["summarize", "reinject"]
+    assert new.messages[-1:] == (msgs[-1],)  # the step's own new prompt stays; no earlier step is kept
     kept, _ = ClaudeCode(keep_step_in_flight=True)._compact(meter.context(msgs), sess, "L3 auto-compact")
-    assert kept.messages[7:] == tuple(msgs[-3:])  # version 2's behaviour, kept as a parameter
+    assert kept.messages[-3:] == tuple(msgs[-3:])  # version 2's behaviour, kept as a parameter
     default = ClaudeCode()
     assert (default.restore_files, default.restore_file_tokens, default.restore_total_tokens) == (5, 5_000, 50_000)
 
