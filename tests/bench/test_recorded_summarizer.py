@@ -42,8 +42,11 @@ def test_claude_code_fidelity_replay_uses_the_real_summary(shared_traces, tmp_pa
     """Driven by the recorded usage, claude-code compacts where the real agent did; with `recorded`
     its summary is the real one, so the sizes after compaction differ only by what it kept."""
     path = shared_traces / "claude-code__marot-spotter" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
-    recorded = read_path(path).traces[0].compactions[0].summary
-    code = main(["run", "--traces", str(path), "--strategies", "claude-code", "--summarizer", "recorded",
+    trace = read_path(path).traces[0]
+    recorded = trace.compactions[0].summary
+    from bench.fidelity import matching_strategy
+
+    code = main(["run", "--traces", str(path), "--strategies", matching_strategy(trace), "--summarizer", "recorded",
                  "--workers", "1", "--name", "r", "--out", str(tmp_path), "--quiet", "--no-report"])
     assert code == 0
     fidelity = pd.read_csv(tmp_path / "r" / "fidelity.csv").iloc[0]
