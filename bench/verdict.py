@@ -454,7 +454,8 @@ def _against_best(c: Constraint, agg: pd.DataFrame, results: pd.DataFrame, reaso
                   resamples: int, seed: int, weight: str | None, notes: list[str]) -> None:
     """``retention>=best``: among the strategies no other constraint excluded, the one with the best
     value is the reference; each other one is excluded when a paired bootstrap over the traces both
-    finished says it is significantly worse (95%), and kept when the difference is within noise."""
+    finished says it is significantly worse (95%), and kept when the difference is within noise. On
+    fewer than two paired traces there is no noise to measure, so any loss excludes."""
     values = agg.set_index("strategy")[c.metric]
     admitted = [s for s, why in reasons_of.items() if not why and np.isfinite(values.get(s, math.nan))]
     if not admitted:
@@ -466,6 +467,12 @@ def _against_best(c: Constraint, agg: pd.DataFrame, results: pd.DataFrame, reaso
         if s == best:
             continue
         p = paired(results, best, s, c.metric, resamples=resamples, seed=seed, weight=weight)
+        worse = values[s] < values[best] if higher else values[s] > values[best]
+        if p.n < 2 and worse:  # no test on fewer than two paired traces: any loss counts, said as such
+            reasons_of[s].append(f"{c.metric} {_fmt(c.metric, values[s])}, below {best}'s "
+                                 f"{_fmt(c.metric, values[best])} ({p.n} paired trace{'s' * (p.n != 1)}: "
+                                 "too few to call it noise)")
+            continue
         if p.significant and (p.mean_diff < 0 if higher else p.mean_diff > 0):
             fmt = _signed(c.metric)
             reasons_of[s].append(f"{c.metric} {_fmt(c.metric, values[s])}, significantly "

@@ -250,3 +250,13 @@ def test_a_bad_objective_is_refused_before_any_replay(tmp_path) -> None:
             "--out", str(tmp_path), "--quiet"]
     assert main(args) == 2
     assert not (tmp_path / "run").exists()  # nothing was replayed or stored
+
+
+def test_on_one_trace_any_retention_loss_excludes() -> None:
+    """With fewer than two paired traces there is no noise to measure: a cheaper strategy that keeps
+    less is not shipped on the grounds that nothing was significant."""
+    rows = [("none", 1.0, 1.0, 0.0, 40), ("keeps", 0.7, 0.75, 0.0, 0), ("forgets", 0.5, 0.25, 0.0, 0)]
+    v = bv.decide(_noisy(rows, traces=1))
+    assert v.recommended == "keeps"
+    (why,) = v.excluded["forgets"]
+    assert why.startswith("retention ") and why.endswith("(1 paired trace: too few to call it noise)")
