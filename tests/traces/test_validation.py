@@ -182,3 +182,21 @@ def test_text_blocks_are_not_limited_to_the_id_length(tmp_path):
     path = _native(tmp_path, Trace("t", (Message("user", (Text("x" * (MAX_ID * 4)),)),
                                          Message.text_message("assistant", "ok"))))
     assert read_path(path).traces[0].messages[0].text == "x" * (MAX_ID * 4)
+
+
+def test_a_header_value_of_the_wrong_type_is_refused_or_made_text(tmp_path):
+    """Found by `make fuzz` (seed 7): a native header whose `source` was a list passed import and then
+    failed every task (an unhashable key in the probes). Strict: named; --lenient: made text, counted.
+    A compaction's trigger and summary are held to text the same way."""
+    trace = Trace("t", (Message("user", (Text("hi"),)), Message("assistant", (Text("ok"),))), agent="claude-code")
+    path = native.write(trace, tmp_path / "t.cbt.jsonl")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    head = json.loads(lines[0])
+    head["source"] = [1, "a"]
+    head["compactions"] = [{"message_index": 1, "trigger": ["auto"], "pre_tokens": 10, "summary": 3}]
+    path.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n", encoding="utf-8")
+    with pytest.raises(TraceError, match="source is \\[1, 'a'\\]: expected a string; --lenient"):
+        read_path(path)
+    (fixed,) = read_path(path, lenient=True).traces
+    assert fixed.source == "[1, 'a']" and fixed.compactions[0].trigger == "['auto']"
+    assert fixed.compactions[0].summary == "3"

@@ -398,7 +398,7 @@ def _check_message(m: Message, i: int, path: PathLike) -> Message:
 def _check_values(trace: Trace, path: PathLike) -> Trace:
     """Every number and id of a trace in range (``check_trace``'s second half)."""
     changes: dict[str, Any] = {}
-    for name, optional in (("id", False), ("agent", False), ("model", True)):
+    for name, optional in (("id", False), ("agent", False), ("model", True), ("source", True)):
         value = getattr(trace, name)
         new = _id(value, name, "trace header", path, optional=optional)
         if new is not value:
@@ -408,6 +408,16 @@ def _check_values(trace: Trace, path: PathLike) -> Trace:
         changes["messages"] = tuple(messages)
     compactions = []
     for k, c in enumerate(trace.compactions):
+        at = f"compaction {k}"
+        if not _count_ok(c.message_index):
+            raise TraceError(f"message_index is {_show(c.message_index)}: expected a message position",
+                             **_where(path, None), at=at)
+        for name in ("trigger", "summary"):
+            value = getattr(c, name)
+            if not isinstance(value, str):
+                _repair(f"compaction {name} not text (made text)", f"{name} is {_show(value)}: expected text",
+                        path=path, line=None, at=at)
+                c = replace(c, **{name: "" if value is None else str(value)})
         if c.pre_tokens is not None and not _count_ok(c.pre_tokens):
             c = replace(c, pre_tokens=_bad_count("pre_tokens", c.pre_tokens, 0, None, path=path, line=None,
                                                  at=f"compaction {k}"))
