@@ -200,3 +200,21 @@ def test_a_header_value_of_the_wrong_type_is_refused_or_made_text(tmp_path):
     (fixed,) = read_path(path, lenient=True).traces
     assert fixed.source == "[1, 'a']" and fixed.compactions[0].trigger == "['auto']"
     assert fixed.compactions[0].summary == "3"
+
+
+def test_a_codex_reasoning_item_whose_content_is_a_number_is_named(tmp_path):
+    """Found by `make fuzz` (seed 0): a reasoning item's `content` mutated to a number crashed the Codex
+    importer (it iterated it); now it is a clear error naming the line, and --lenient skips it."""
+    lines = [{"timestamp": "2026-02-23T11:40:40.000Z", "type": "session_meta",
+              "payload": {"id": "s1", "cli_version": "0.104.0", "model_provider": "openai"}},
+             {"timestamp": "2026-02-23T11:40:41.000Z", "type": "response_item",
+              "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}},
+             {"timestamp": "2026-02-23T11:40:42.000Z", "type": "response_item",
+              "payload": {"type": "reasoning", "summary": [], "content": -7}},
+             {"timestamp": "2026-02-23T11:40:43.000Z", "type": "response_item",
+              "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}}]
+    path = tmp_path / "rollout-1.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    with pytest.raises(TraceError, match=r"rollout-1\.jsonl:3: .*content"):
+        read_path(path)
+    assert read_path(path, lenient=True).skipped == 1

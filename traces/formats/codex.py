@@ -175,7 +175,8 @@ def _output(value: Any, fill: _Filler) -> str:
 def _call(p: dict[str, Any], kind: str, fill: _Filler, path: Path, line: int) -> Block:
     """An assistant-side item as one block."""
     if kind == "reasoning":
-        parts = get_list(p, "summary", [], path=path, line=line) or (p.get("content") or [])
+        parts = get_list(p, "summary", [], path=path, line=line) or get_list(p, "content", [], path=path, line=line) \
+            or []
         texts = [fill(s["text"]) for s in parts if isinstance(s, dict) and isinstance(s.get("text"), str)]
         return Thinking("\n".join(texts))
     if kind == "web_search_call":
