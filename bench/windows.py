@@ -32,7 +32,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import replace as dc_replace
-from typing import Any
 
 from bench.pricing import ModelProfile, UnknownModelError, profile, recorded_id
 from traces.model import Trace
@@ -219,33 +218,61 @@ def _long(model: ModelProfile, lookup: Callable[[str], ModelProfile]) -> ModelPr
     return dc_replace(longer, id=model.id)
 
 
+_LAST: list[tuple[Trace, SessionWindows]] = []
+"""The windows of the latest trace asked about (one slot): every strategy's replay of a trace, and the
+runner's row, ask for the same trace object in turn, so its messages are walked once, not per task."""
+
+
 def session_windows(trace: Trace) -> SessionWindows:
-    """The long-window models of ``trace`` and the largest call each model was recorded sending."""
+    """The long-window models of ``trace``, the rules that window the others, and the largest call
+    each model was recorded sending (one walk over the messages, kept for the trace object)."""
+    if _LAST and _LAST[0][0] is trace:
+        return _LAST[0][1]
+    windows = _session_windows(trace)
+    _LAST[:] = [(trace, windows)]
+    return windows
+
+
+def _session_windows(trace: Trace) -> SessionWindows:
+    from collections import Counter
+
     from strategies.versions import parse_version
 
     version = trace.meta.get("version") or trace.meta.get("cli_version")
     parsed = parse_version(version) if isinstance(version, str) else None
     hinted = trace.meta.get("window_hint") == "1m"
     evidence = trace.meta.get("window_evidence")
-    models: dict[str, tuple[int, int]] = {}
+    main = recorded_id(trace.model)
+    floor: dict[str, tuple[int, int]] = {}
+    served: dict[str, Counter[str]] = {}  # model → the providers its calls record
+    named = {_base(main)} if main else set()
+    when = None
     call = 0
     for m in trace.messages:
+        if when is None and m.timestamp is not None:
+            when = m.timestamp
         if m.role != "assistant":
             continue
-        model_id = recorded_id(m.meta.get("model")) or recorded_id(trace.model)
+        own = recorded_id(m.meta.get("model"))
+        model_id = own or main
+        if own:
+            named.add(_base(own))
+            provider = m.meta.get("provider")
+            if isinstance(provider, str):
+                served.setdefault(_base(own), Counter())[provider] += 1
         if model_id and m.usage is not None:
             need = m.usage.prompt_tokens + m.usage.output_tokens
-            if need > models.get(_base(model_id), (0, 0))[0]:
-                models[_base(model_id)] = (need, call)
+            if need > floor.get(_base(model_id), (0, 0))[0]:
+                floor[_base(model_id)] = (need, call)
         call += 1
-    named = {_base(x) for x in (recorded_id(trace.model), *(recorded_id(m.meta.get("model"))
-                                                           for m in trace.messages if m.role == "assistant")) if x}
+    providers = {k: c.most_common(1)[0][0] for k, c in served.items()}
+    default = trace.meta.get("provider")
+    if isinstance(default, str) and main and _base(main) not in providers:
+        providers[_base(main)] = default  # the session's provider, for a main model no call names one
     tier = trace.meta.get("context_tier")
     tier = tier if isinstance(tier, str) else None
     if trace.agent == "copilot-cli" and tier is None:
         tier = DEFAULT_TIER  # no tier chosen (or none recorded): the CLI's default one
-    providers = _providers(trace)
-    when = next((m.timestamp for m in trace.messages if m.timestamp is not None), None)
     long: set[str] = set()
     why: dict[str, str] = {}
     ruled: dict[str, int] = {}
@@ -266,25 +293,7 @@ def session_windows(trace: Trace) -> SessionWindows:
                 long.add(model_id)
             else:
                 ruled[model_id] = rule.window
-    return SessionWindows(frozenset(long), why, models, ruled, limits)  # long, why, floor, ruled, limits
-
-
-def _providers(trace: Trace) -> dict[str, str]:
-    """Model id → the provider that served it: the one most of its calls record (``meta["provider"]``),
-    else the session's (``trace.meta["provider"]``)."""
-    from collections import Counter
-
-    seen: dict[str, Counter[str]] = {}
-    for m in trace.messages:
-        model_id, provider = recorded_id(m.meta.get("model")), m.meta.get("provider")
-        if m.role == "assistant" and model_id and isinstance(provider, str):
-            seen.setdefault(_base(model_id), Counter())[provider] += 1
-    default = trace.meta.get("provider")
-    out = {k: c.most_common(1)[0][0] for k, c in seen.items()}
-    main = recorded_id(trace.model)
-    if isinstance(default, str) and main and _base(main) not in out:
-        out[_base(main)] = default
-    return out
+    return SessionWindows(long=frozenset(long), why=why, floor=floor, ruled=ruled, limits=limits)
 
 
 def _same_family(model_id: str, trace: Trace) -> bool:
@@ -293,8 +302,3 @@ def _same_family(model_id: str, trace: Trace) -> bool:
     main = _base(recorded_id(trace.model) or "")
     return not main or model_id == main or model_id.split("-")[:2] == main.split("-")[:2]
 
-
-def describe(windows: SessionWindows, model: ModelProfile) -> dict[str, Any]:
-    """The window a result row names: tokens and where they came from."""
-    m = windows.apply(model)
-    return {"window": m.max_input or m.context_window, "window_source": m.window_source}
