@@ -169,6 +169,20 @@ def first_automatic(rows: list[dict]) -> dict:
                 rows[0] if rows else {})
 
 
+def pair_compactions(trace: Trace, replayed: list[Any]) -> list[tuple[int, Any]]:
+    """Each recorded compaction's call, with the replayed compaction set beside it (None when none is):
+    the k-th automatic recorded one with the replay's k-th. One the user typed (``trigger ==
+    "manual"``) or one before the file's first call (a file that begins with a compaction) is paired
+    with nothing and takes none of the replay's: no strategy models either."""
+    out, paired = [], 0
+    for rc, call in zip(trace.compactions, recorded_calls(trace), strict=True):
+        e = None
+        if rc.trigger != MANUAL and call > 0 and paired < len(replayed):
+            e, paired = replayed[paired], paired + 1
+        out.append((call, e))
+    return out
+
+
 def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | None = None) -> list[dict]:
     """One row per recorded compaction, paired in order with the replay's compactions.
 
@@ -197,12 +211,12 @@ def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | N
     system = counter.truth(msgs[0]) if msgs and msgs[0].role == "system" else 0
     attribution = counter.attribution(trace.id)  # provider units: the recorded sides get the overhead too
     rows = []
-    paired = 0  # replayed compactions matched so far (manual recorded ones take none)
+    pairs = pair_compactions(trace, replayed)
     for k, rc in enumerate(trace.compactions):
         start = rc.message_index
         since = trace.compactions[k - 1].message_index if k else 0
         held = msgs[since:start]
-        recorded_call = sum(1 for i in answers if i < start)
+        recorded_call, e = pairs[k]
         overhead = attribution.overhead_at(recorded_call) if attribution is not None else 0
         pre_truth = sum(counter.truth(m) for m in held) + (system if since > 0 else 0) + overhead
         before = [msgs[i] for i in answers if i < start and msgs[i].usage is not None]
@@ -219,9 +233,6 @@ def fidelity_rows(trace: Trace, result: TaskResult, *, counter: TokenCounter | N
             "recorded_summary_tokens": counter.text(rc.summary) if rc.summary else None,
             "replayed_compactions": len(replayed),
         }
-        e = None
-        if rc.trigger != MANUAL and recorded_call > 0 and paired < len(replayed):
-            e, paired = replayed[paired], paired + 1
         replayed_post = None if e is None else sent.get(e.call, e.tokens_after)
         row.update({
             "replayed_call": None if e is None else e.call,

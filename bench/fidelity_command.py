@@ -59,7 +59,7 @@ def session(trace: Any, *, driven: bool = False, model: str | None = None,
     """
     import strategies
     from bench.attribution import adopt_shipped, shipped_counts
-    from bench.fidelity import MANUAL, matching_strategy, recorded_calls, replay_recorded
+    from bench.fidelity import matching_strategy, pair_compactions, replay_recorded
     from bench.pricing import profile
     from bench.replay import COMPACTION_KINDS, ReplayConfig, replay
     from bench.tokens import TokenCounter
@@ -82,14 +82,11 @@ def session(trace: Any, *, driven: bool = False, model: str | None = None,
     sent = {c.call: c.prompt_tokens for c in result.calls if c.kind == "agent"}
     fired = [e for e in result.events if e.kind in COMPACTION_KINDS]
     answers = [m for m in trace.messages if m.role == "assistant"]
-    out, paired = [], 0
-    for rc, call in zip(trace.compactions, recorded_calls(trace), strict=True):
+    out = []
+    for rc, (call, e) in zip(trace.compactions, pair_compactions(trace, fired), strict=True):
         before = answers[call - 1].usage if 0 < call <= len(answers) else None
         after = next((m.usage for m in answers[call:] if m.usage is not None and m.usage.prompt_tokens
                       and not m.meta.get("summarizer")), None)
-        e = None
-        if rc.trigger != MANUAL and call > 0 and paired < len(fired):
-            e, paired = fired[paired], paired + 1
         out.append({
             "trace": trace.id, "strategy": name, "trigger": rc.trigger, "recorded_call": call,
             "replayed_call": None if e is None else e.call,
