@@ -684,7 +684,7 @@ def _cell(col: str, v: object, *, failed: bool = False) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "—"
     x = float(v)  # type: ignore[arg-type]
-    if col in ("input_tokens",):
+    if col == "input_tokens":
         return f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:.0f}K"
     if col == "peak_context":
         return f"{x / 1e3:.0f}K"
@@ -694,8 +694,6 @@ def _cell(col: str, v: object, *, failed: bool = False) -> str:
         return f"{x:.1%}"
     if col == "cost":
         return f"${x:,.2f}" if x >= 1 else f"${x:,.3f}"
-    if col == "calls":
-        return f"{x:,.0f}"
     return f"{x:,.0f}"
 
 
