@@ -37,12 +37,12 @@ test-slow: setup
 	$(BIN)/python -m pytest -q -n 2
 
 perf: setup
-	$(BIN)/python -m bench.perf
+	$(BIN)/python -m bench.cli.perf
 
 # Memory and throughput of a big synthetic run (not a test): SCALE="1000 10000" traces.
 SCALE ?= 1000 10000
 perf-scale: setup
-	$(BIN)/python -m bench.perf_scale --traces $(SCALE)
+	$(BIN)/python -m bench.cli.perf_scale --traces $(SCALE)
 
 # Every registered importer fed FUZZ_VARIANTS mutated files (seeded from ../shared/traces when there, else
 # from our fixtures), each read, written natively and replayed; fails on a crash, hang or unnamed error.

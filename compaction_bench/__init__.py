@@ -11,7 +11,7 @@ the verdict (what to ship under an objective).
     cb.compare(result.table, "codex@limit_fraction=0.5", "codex@limit_fraction=0.7")
 
 Keyword options are the command line's (``model``, ``workers``, ``summarizer``, ``seeds``, ``name``,
-``out``, ...: every field of ``bench.runner.RunConfig``); ``model`` defaults to ``"recorded"`` as on the
+``out``, ...: every field of ``bench.run.runner.RunConfig``); ``model`` defaults to ``"recorded"`` as on the
 command line: each trace as the model it recorded, a synthetic one as claude-sonnet-4-5. A script needs no
 ``if __name__ == "__main__":`` guard: while a run's worker processes start, the script is hidden from
 them (they would otherwise re-run it and the pool would wait forever), and a strategy class defined
@@ -37,12 +37,12 @@ __all__ = ["Result", "compare", "load", "run"]
 class Result:
     run_dir: Path
     table: pd.DataFrame
-    """One row per (trace, strategy): every metric of bench.metrics.METRICS, ``family`` and a
+    """One row per (trace, strategy): every metric of bench.scoring.metrics.METRICS, ``family`` and a
     ``param:<key>`` column per parameter a strategy label sets."""
     summary: pd.DataFrame
-    """One row per strategy (bench.verdict.aggregate: mean per trace, counts summed, ``errors``)."""
+    """One row per strategy (bench.decide.verdict.aggregate: mean per trace, counts summed, ``errors``)."""
     verdict: Any
-    """bench.verdict.Verdict: ``sentence``, ``recommended``, ``runner_up``, ``ship()``, ``to_json()``."""
+    """bench.decide.verdict.Verdict: ``sentence``, ``recommended``, ``runner_up``, ``ship()``, ``to_json()``."""
 
 
 @contextlib.contextmanager
@@ -88,8 +88,8 @@ def run(traces: Iterable[str] | str = (), strategies: Iterable[Any] | str = (), 
 
     ``report=True`` also renders report.html (as the CLI does unless ``--no-report``).
     """
-    from bench import runner
-    from bench import verdict as bv
+    from bench.decide import verdict as bv
+    from bench.run import runner
 
     allowed = {f.name for f in fields(runner.RunConfig)}
     unknown = sorted(set(options) - allowed)
@@ -109,7 +109,7 @@ def run(traces: Iterable[str] | str = (), strategies: Iterable[Any] | str = (), 
 
         render(output.run_dir, objective=objective)
     else:
-        from bench.store import atomic_write
+        from bench.run.store import atomic_write
 
         atomic_write(output.run_dir / "verdict.json", verdict.to_json() + "\n")
     return Result(output.run_dir, bv.with_params(output.table), bv.aggregate(output.table, config.weight), verdict)
@@ -118,13 +118,13 @@ def run(traces: Iterable[str] | str = (), strategies: Iterable[Any] | str = (), 
 def load(run_dir: str | Path, *, objective: str | None = None, weight: str | None = None) -> Result:
     """A finished run folder's tables and its verdict under ``objective`` (nothing is replayed);
     ``weight`` (``equal``, ``calls``, ``tokens``) defaults to the run's own ``--weight``."""
-    from bench import verdict as bv
+    from bench.decide import verdict as bv
 
     run_dir = Path(run_dir)
     if not (run_dir / "run.json").is_file():
         raise ValueError(f"{run_dir}: not a run folder (no run.json)")
     try:
-        from bench.store import load_results
+        from bench.run.store import load_results
 
         table = load_results(run_dir)
     except (ImportError, OSError, ValueError):
@@ -144,7 +144,7 @@ def load(run_dir: str | Path, *, objective: str | None = None, weight: str | Non
 def compare(results: Result | pd.DataFrame | str | Path, a: str, b: str, metric: str = "cost", *,
             resamples: int = 10_000, weight: str = "equal") -> dict[str, Any]:
     """``b − a`` on ``metric``, paired over the traces both finished: mean, 95% CI, significance, text."""
-    from bench import verdict as bv
+    from bench.decide import verdict as bv
 
     table = results.table if isinstance(results, Result) else results if isinstance(results, pd.DataFrame) \
         else load(results).table

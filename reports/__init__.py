@@ -3,8 +3,8 @@
 It reads only the run's files (results.csv, calls.csv, events.jsonl, summaries.jsonl, optional
 probes.csv and fidelity.csv, run.json, or the Parquet store under data/) and never imports
 ``strategies`` or replays anything, so any run can be re-rendered later, on another machine, from
-its folder alone. The scoring tables come from the pure functions of bench.stats / bench.probes /
-bench.economics (``reports.scoring``). The calls, events, summaries and probes are never loaded
+its folder alone. The scoring tables come from the pure functions of bench.scoring.stats / bench.scoring.probes /
+bench.scoring.economics (``reports.scoring``). The calls, events, summaries and probes are never loaded
 whole: each is folded in bounded batches into the small aggregates the page shows
 (``reports.callstats``, ``eventstats``, ``summarystats``, ``probestats``), and the per-strategy
 compaction pages read one strategy's rows at a time.
@@ -25,8 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from bench import stats
-from bench import verdict as bv
+from bench.decide import verdict as bv
+from bench.scoring import stats
 from reports import (
     callstats,
     charts,
@@ -84,7 +84,7 @@ def _jsonl(path: Path) -> pd.DataFrame:
 def load(run_dir: Path) -> RunData:
     run_dir = Path(run_dir)
     info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    from bench.store import has_table, load_table  # the CSV exports when written, else the Parquet store
+    from bench.run.store import has_table, load_table  # the CSV exports when written, else the Parquet store
 
     win = scoring.window(info)
     return RunData(
@@ -237,7 +237,7 @@ def _charts(run: RunData, run_dir: Path, rows: pd.DataFrame, totals: pd.DataFram
 
 def _tokenizer_note(info: dict[str, Any]) -> str:
     """Why absolute figures run low: the truth tokenizer against the provider's (pricing.md §2), and
-    what the run's own recorded sessions measured (``bench.fidelity.usage_ratio``)."""
+    what the run's own recorded sessions measured (``bench.scoring.fidelity.usage_ratio``)."""
     model = str(info.get("config", {}).get("model", ""))
     note = ""
     if "claude" in model and str(info.get("tokenizer", "")).startswith("cl100k"):
@@ -331,7 +331,7 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
 
     ``trace`` picks the trace of the context-over-calls chart (default: where compaction was busiest)
     and ``sawtooth`` its strategies (default: ``none`` and the five cheapest on that trace).
-    ``objective`` is ``bench.verdict``'s (default: the cheapest that never overflows with retention
+    ``objective`` is ``bench.decide.verdict``'s (default: the cheapest that never overflows with retention
     not significantly below the best of those); ``self_contained`` embeds the PNGs in the page (one file to mail).
     """
     run_dir = Path(run_dir)

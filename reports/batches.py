@@ -7,7 +7,7 @@ probes.csv export; a JSONL export is parsed line by line and projected), optiona
 strategy's rows only (filtered in pyarrow before any conversion).
 
 Every batch carries ``_pos`` and ``_seq``: sorting on them (stably) gives the order
-``bench.store.load_table`` returns, the plan's task order with each task's records in theirs.
+``bench.run.store.load_table`` returns, the plan's task order with each task's records in theirs.
 For an export ``_pos`` is the row number (the export is written in that order); for the store it
 is the task's place in the plan, and ``_seq`` the row's place in the scan. Charts that scatter
 points with a seeded jitter need that order to draw the same picture from either source.
@@ -35,7 +35,7 @@ def batches(run_dir: Path, table: str, columns: Sequence[str] | None = None, *, 
     rows as ``load_table`` does for these tables (None stays None: the compaction pages print the
     values), else with pyarrow's ``to_pandas``.
     """
-    from bench import store
+    from bench.run import store
 
     run_dir = Path(run_dir)
     export = run_dir / store.EXPORTS[table]
@@ -99,7 +99,7 @@ def _parquet(run_dir: Path, table: str, want: list[str] | None, match: dict[str,
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from bench import store
+    from bench.run import store
 
     plan = store.read_plan(run_dir).key.astype(str).tolist()
     keys = pa.array(plan, pa.string())

@@ -7,11 +7,11 @@ folded into per-(trace, strategy) sums. Memory is bounded by those sums (one row
 the one trace the context chart draws, and by the hidden-overflow calls listed, never by the
 number of calls.
 
-The sums are the ones ``bench.economics.cost_truth`` and ``reports.tables._call_stats`` compute
+The sums are the ones ``bench.scoring.economics.cost_truth`` and ``reports.tables._call_stats`` compute
 from a whole frame; the test compares them on a small run. The estimate/truth median per
 strategy is exact: ``exact_percentiles`` finds each wanted order statistic with a histogram pass
 and a second pass that keeps only the values in the bins holding it (numpy's linear
-interpolation with numpy's own arithmetic, so equal to ``bench.stats.percentiles`` bit for bit).
+interpolation with numpy's own arithmetic, so equal to ``bench.scoring.stats.percentiles`` bit for bit).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench import economics
+from bench.scoring import economics
 from reports import batches as reading
 from reports.scoring import cost_by_strategy
 

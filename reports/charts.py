@@ -387,7 +387,7 @@ def summary_sizes(summaries: pd.DataFrame, strategies: Sequence[str], colors: Ma
                   path: Path, exact: pd.DataFrame | None = None) -> Path:
     """Distribution of summary lengths (output tokens) per strategy that wrote summaries.
 
-    ``exact`` (``bench.stats.summary_sizes``'s table) gives each strategy's n and median when
+    ``exact`` (``bench.scoring.stats.summary_sizes``'s table) gives each strategy's n and median when
     ``summaries`` holds only a sample of its points (``reports.summarystats``)."""
     with _figure(path) as (_, ax):
         title = "Summary sizes (output tokens per summary)"
@@ -415,17 +415,6 @@ def summary_sizes(summaries: pd.DataFrame, strategies: Sequence[str], colors: Ma
         ax.set_title(title)
         ax.set_xlabel("tokens")
     return path
-
-
-def retention_by_age(probes: pd.DataFrame, strategies: Sequence[str], path: Path) -> Path:
-    """Share of needles still present verbatim when the trace ended, by strategy and needle age.
-
-    Only end-of-trace probes (when the file says which): a strategy probed after each of its
-    compactions would otherwise be scored on more, and different, rows than ``none``.
-    """
-    from reports import probestats
-
-    return retention_by_age_grid(probestats.age_grid(probestats.from_frame(probes), list(strategies)), path)
 
 
 def retention_by_age_grid(grid, path: Path) -> Path:

@@ -1,5 +1,5 @@
 """The report's decision: the verdict sentence that opens the page, verdict.json, and the
-neighbour comparisons of sweeps. The numbers come from ``bench.verdict`` (a pure function of the
+neighbour comparisons of sweeps. The numbers come from ``bench.decide.verdict`` (a pure function of the
 results table); this module only formats them and writes the file.
 """
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench import verdict as bv
-from bench.store import atomic_write
+from bench.decide import verdict as bv
+from bench.run.store import atomic_write
 
 
 def write(run_dir: Path, v: bv.Verdict) -> Path:

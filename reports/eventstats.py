@@ -9,7 +9,7 @@ deterministic sample (the ``CHART_POINTS`` points of least hash), so memory is b
 number of strategies, never by the number of events. A run whose strategies all stay under the
 cap draws exactly the chart the whole-frame code drew.
 
-Trigger points are ``reports.scoring.trigger_points`` (``bench.economics.trigger_gaps``) batch by
+Trigger points are ``reports.scoring.trigger_points`` (``bench.scoring.economics.trigger_gaps``) batch by
 batch: the row before a batch's first is carried over, so ``economics.chained`` sees the same
 previous row as on the whole table.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench import economics
+from bench.scoring import economics
 from reports import batches, callstats
 
 CHART_POINTS = 20_000

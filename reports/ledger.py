@@ -1,5 +1,5 @@
 """The cache ledger against reality: per recorded session, our cache-read / write / uncached split
-beside the provider's (ledger.csv, written by the run from ``bench.ledger_check``), and one sentence
+beside the provider's (ledger.csv, written by the run from ``bench.scoring.ledger_check``), and one sentence
 on where the two differ systematically, computed from the rows shown.
 
 One row per session: the ``none`` replay's when the run has it (it sends exactly the recorded
@@ -53,7 +53,7 @@ def finding(rows: pd.DataFrame) -> str:
 
 def ledger_html(run_dir: Path) -> str:
     """The section's HTML, '' when the run kept no ledger (no trace with recorded usage, or --detail summary)."""
-    from bench.store import has_table, load_table  # the CSV export when written, else the Parquet store
+    from bench.run.store import has_table, load_table  # the CSV export when written, else the Parquet store
 
     if not has_table(run_dir, "ledger"):
         return ""

@@ -15,7 +15,7 @@ from matplotlib import ticker
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from bench.verdict import feasible_mask
+from bench.decide.verdict import feasible_mask
 from reports.charts import BASELINE, _empty, _figure, _place_labels, family, legend_outside, style_of
 from reports.scoring import CLASSES, CLIFF, COMPARED_TITLES, DEFAULT, LOWER_IS_BETTER, Sweep, pareto_front
 

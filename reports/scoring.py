@@ -2,7 +2,7 @@
 
 Each function takes the run's DataFrames (results.csv, calls.csv, events.jsonl, summaries.jsonl,
 probes.csv, fidelity.csv) and returns a small table per strategy. They call the pure scoring
-functions of ``bench.stats``, ``bench.probes`` and ``bench.economics`` and fill in what an older
+functions of ``bench.scoring.stats``, ``bench.scoring.probes`` and ``bench.scoring.economics`` and fill in what an older
 run folder lacks (a probe column, a results column), so any run can still be rendered.
 """
 
@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench import economics, stats
-from bench.metrics import FIDELITY_COLUMNS, METRIC_BY_NAME
-from bench.verdict import check_weight, feasible_mask, trace_weights
+from bench.decide.verdict import check_weight, feasible_mask, trace_weights
+from bench.scoring import economics, stats
+from bench.scoring.metrics import FIDELITY_COLUMNS, METRIC_BY_NAME
 
 BASELINE = "none"
-# Needle scoring over probes.csv. The same rules as bench.probes (retention, false_positive_rate,
-# cliff_rounds), restated here because importing bench.probes loads bench.replay and the
+# Needle scoring over probes.csv. The same rules as bench.scoring.probes (retention, false_positive_rate,
+# cliff_rounds), restated here because importing bench.scoring.probes loads bench.replay.loop and the
 # strategies, and the report must render from the run's files alone.
 VERBATIM, RECOVERABLE, STALE, MISSING = "retained-verbatim", "recoverable-by-reference", "stale", "missing"
 FALSE_POSITIVE = "false-positive"
@@ -78,7 +78,7 @@ def weighted_totals(totals: pd.DataFrame, rows: pd.DataFrame, weighting: str) ->
 
 def comparisons(results: pd.DataFrame, *, resamples: int = stats.REPORT_B, weighting: str = "equal") -> pd.DataFrame:
     """Paired bootstrap of each strategy against ``none``, per metric, on the traces both finished
-    (each trace weighted by ``weighting``, bench.verdict.trace_weights)."""
+    (each trace weighted by ``weighting``, bench.decide.verdict.trace_weights)."""
     ok = results[results.error.fillna("").astype(str) == ""] if "error" in results else results
     weights = None if check_weight(weighting) == "equal" else trace_weights(ok, weighting)
     frames = []
@@ -186,7 +186,7 @@ def age_buckets(probes: pd.DataFrame) -> pd.DataFrame:
 
 
 def cost_truth(calls: pd.DataFrame) -> pd.DataFrame:
-    """bench.economics.cost_truth summed per strategy; ``false_economy`` counts traces."""
+    """bench.scoring.economics.cost_truth summed per strategy; ``false_economy`` counts traces."""
     per_trace = economics.cost_truth(calls)
     if per_trace.empty:
         return per_trace
@@ -211,7 +211,7 @@ def window(info: dict) -> int | None:
     """The run model's context window; under ``recorded`` the one window its traces share (None when
     they differ or run.json names no known model)."""
     try:
-        from bench.pricing import profile_for
+        from bench.cost.pricing import profile_for
 
         model = str(info["config"]["model"])
         windows = {profile_for(model, t.get("model")).context_window for t in info.get("traces") or [{}]}
@@ -221,8 +221,8 @@ def window(info: dict) -> int | None:
 
 
 def trigger_points(events: pd.DataFrame, win: int) -> pd.DataFrame:
-    """bench.economics.trigger_gaps over the actions that measured a context (tokens_before > 0),
-    each outcome's first event only (``bench.economics.chained``)."""
+    """bench.scoring.economics.trigger_gaps over the actions that measured a context (tokens_before > 0),
+    each outcome's first event only (``bench.scoring.economics.chained``)."""
     need = {"trace", "strategy", "call", "hook", "kind", "estimate_before", "tokens_before"}
     if events.empty or not need <= set(events.columns):
         return pd.DataFrame(columns=[*need, "ratio", "late"])
@@ -231,7 +231,7 @@ def trigger_points(events: pd.DataFrame, win: int) -> pd.DataFrame:
 
 
 def estimator(gaps: pd.DataFrame, calls: pd.DataFrame, win: int) -> pd.DataFrame:
-    """bench.economics.estimator_vs_truth over ``trigger_points`` (events that measured nothing left out)."""
+    """bench.scoring.economics.estimator_vs_truth over ``trigger_points`` (events that measured nothing left out)."""
     if "estimate_tokens" not in calls or calls.empty:
         return pd.DataFrame()
     return economics.estimator_vs_truth(gaps.drop(columns=["ratio", "late"], errors="ignore"), calls, win)
@@ -369,7 +369,7 @@ def sweeps(info: dict[str, Any], totals: pd.DataFrame) -> list[Sweep]:
         rows = rows.join(metrics[have], on="strategy")
         judged = next((m for m in JUDGED_ON if m in rows), None)
         best = pd.to_numeric(rows[judged], errors="coerce") if judged else pd.Series(np.nan, index=rows.index)
-        # A setting that overflowed the window is never badged best (bench.verdict.feasible_mask).
+        # A setting that overflowed the window is never badged best (bench.decide.verdict.feasible_mask).
         ok = feasible_mask(rows)
         rows["cheapest"] = ok & (rows.cost == rows.cost[ok].min())
         good = best.where(ok)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from bench import stats
+from bench.scoring import stats
 from reports import tables
 from reports.scoring import COMPARED_TITLES, LOWER_IS_BETTER, Sweep, finite, safe_float
 

@@ -1,4 +1,4 @@
-"""Summary sizes folded in bounded batches: ``bench.stats.summary_sizes`` without holding the summaries.
+"""Summary sizes folded in bounded batches: ``bench.scoring.stats.summary_sizes`` without holding the summaries.
 
 The summary-size table needs per strategy: n and p50/p90/p99/p99.9 of the output tokens (exact,
 ``reports.callstats.exact_percentiles``: numpy's result bit for bit from three passes that read
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench import stats
+from bench.scoring import stats
 from reports import batches, callstats
 from reports.eventstats import CHART_POINTS
 
@@ -33,7 +33,7 @@ class SummaryStats:
     """What the report reads from the summaries of a run."""
 
     sizes: pd.DataFrame
-    """``bench.stats.summary_sizes``'s table (empty when the run recorded no ``tokens``)."""
+    """``bench.scoring.stats.summary_sizes``'s table (empty when the run recorded no ``tokens``)."""
     points: pd.DataFrame
     """``strategy``, ``tokens`` per summary in record order (all, or a sample per strategy)."""
     rows: int
@@ -53,7 +53,7 @@ def _sample(kept: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
 def collect(scan: Callable[[], Iterator[pd.DataFrame]], reserve: int = stats.SUMMARY_RESERVE) -> SummaryStats:
     """Fold the batches ``scan()`` yields (a second scan for the percentiles reads no text)."""
     from bench.summarizers.sizes import UNIT
-    from bench.tokens import Tokenizer
+    from bench.tokens.counter import Tokenizer
 
     total: dict[str, int] = defaultdict(int)
     limited: dict[str, int] = defaultdict(int)

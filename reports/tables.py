@@ -1,7 +1,7 @@
 """The report's tables: per-strategy totals, per-trace rows, and their HTML.
 
 Directions (lower or higher is better), units and the one-line meanings in header tooltips
-come from ``bench.metrics.METRICS``, so the report, the printed table and the README agree.
+come from ``bench.scoring.metrics.METRICS``, so the report, the printed table and the README agree.
 Cells are shaded within their column from the best value (green) to the worst (red).
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bench.metrics import METRIC_BY_NAME, METRICS
+from bench.scoring.metrics import METRIC_BY_NAME, METRICS
 from reports import callstats
 from reports.callstats import CallStats
 

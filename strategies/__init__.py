@@ -32,8 +32,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from bench.context import COUNT, FRACTION, HOOKS, Event, Outcome, Range, Strategy, StrategySpec, event
 from strategies._tools import drop_range, rewrite_results
-from strategies.base import COUNT, FRACTION, HOOKS, Event, Outcome, Range, Strategy, StrategySpec, event
 
 __all__ = [
     "REGISTRY",
@@ -217,7 +217,7 @@ def _load_class(target: str, *, origin: str) -> type[Strategy]:
 def source_hash(cls: type) -> str:
     """A digest of the source of every module the class and its bases come from.
 
-    Part of the task key (bench.runner.task_key): editing a strategy's code and re-running
+    Part of the task key (bench.run.runner.task_key): editing a strategy's code and re-running
     replays it again instead of resuming stale results, with or without a ``version`` bump.
     """
     digest = hashlib.sha256()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from traces.model import Message, Text, ToolResult, ToolUse
+from bench.context import Message, Text, ToolResult, ToolUse
 
 
 def tool_names(messages: Sequence[Message]) -> dict[str, str]:
@@ -109,7 +109,7 @@ def last_assistant_index(messages: Sequence[Message]) -> int:
 
 
 def is_empty(m: Message) -> bool:
-    """No content, or only empty text: what an API refuses as a message (bench/validity.py)."""
+    """No content, or only empty text: what an API refuses as a message (bench/replay/validity.py)."""
     return not any(not isinstance(b, Text) or b.text for b in m.blocks)
 
 

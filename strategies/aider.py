@@ -13,15 +13,11 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bench.context import Context
-from bench.pricing import ModelProfile
-from bench.tokens import MESSAGE_OVERHEAD
+from bench.context import MESSAGE_OVERHEAD, Context, Message, ModelProfile, Outcome, Strategy, event
 from strategies._tools import is_prompt, is_read_only, new_human_turn, safe_cut, text_assistant, text_user
-from strategies.base import Outcome, Strategy, event
-from traces.model import Message
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 SUMMARY_PREFIX = "I spoke to you previously about a number of things.\n"
 """Aider's prefix of the summary message (aider/prompts.py summary_prefix), verbatim."""

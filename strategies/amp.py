@@ -12,12 +12,11 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bench.context import Context
+from bench.context import POSITIVE, Context, Outcome, Strategy, event
 from strategies._tools import carry_request, latest_human_text, remember_files, step_start, text_user, waiting_from
-from strategies.base import POSITIVE, Outcome, Strategy, event
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 # Amp's prompts are not public; these are ours, with the intent the teardowns describe.
 COMPACT_PROMPT = (

@@ -13,14 +13,11 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bench.context import Context
-from bench.prefix import starts_with
+from bench.context import Context, Message, Outcome, Strategy, ToolUse, event, starts_with
 from strategies._tools import rewrite_results, rewrite_uses
-from strategies.base import Outcome, Strategy, event
-from traces.model import Message, ToolUse
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 PLACEHOLDER = "[cleared]"
 """The API does not document its placeholder; LangChain's mirror of this edit uses "[cleared]"."""

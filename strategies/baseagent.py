@@ -11,14 +11,11 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bench.context import Context
-from bench.prefix import starts_with
+from bench.context import Context, Event, Message, Outcome, Strategy, event, starts_with
 from strategies._tools import carry_request, rewrite_results, text_user
-from strategies.base import Event, Outcome, Strategy, event
-from traces.model import Message
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 PRUNE_MARKER = "[Old tool result content cleared]"
 TRUNCATION_MARKER = "\n\n[...truncated...]\n\n"

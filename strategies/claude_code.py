@@ -73,14 +73,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bench.context import Context
+from bench.context import Context, Event, Message, Outcome, ToolUse
 from strategies._tools import text_user
-from strategies.base import Event, Outcome
 from strategies.layered import CLEARED, SUMMARY_PROMPT, FiveLayer, _fail
-from traces.model import Message, ToolUse
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 LINE_NUMBER = re.compile(r"^ *(\d+)[→\t]", re.M)
 SKILL_LEAD = "Base directory for this skill:"

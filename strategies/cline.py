@@ -14,11 +14,24 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from bench.context import Context
-from bench.prefix import starts_with
-from bench.pricing import ModelProfile
-from bench.summarizers.extractive import PATH_KEYS
-from bench.tokens import render
+from bench.context import (
+    PATH_KEYS,
+    SHARE,
+    Context,
+    Event,
+    Image,
+    Message,
+    ModelProfile,
+    Outcome,
+    Strategy,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    event,
+    render,
+    starts_with,
+)
 from strategies._tools import (
     last_human_index,
     quote_latest_human,
@@ -28,11 +41,9 @@ from strategies._tools import (
     tool_inputs,
     without_orphan_results,
 )
-from strategies.base import SHARE, Event, Outcome, Strategy, event
-from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 TRUNCATION_NOTICE = (
     "[NOTE] Some previous conversation history with the user has been removed to maintain optimal context "

@@ -13,13 +13,23 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from bench.context import Context
+from bench.context import (
+    CUT_LATEST_HUMAN,
+    FRACTION,
+    Context,
+    Event,
+    Message,
+    Outcome,
+    Range,
+    Strategy,
+    Text,
+    ToolResult,
+    event,
+)
 from strategies._tools import drop_range, last_assistant_index, rewrite_results, text_user
-from strategies.base import CUT_LATEST_HUMAN, FRACTION, Event, Outcome, Range, Strategy, event
-from traces.model import Message, Text, ToolResult
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 SUMMARY_PREFIX = (
     "Another language model started to solve this problem and produced a summary of its thinking process. "
@@ -175,7 +185,7 @@ class Codex(Strategy):
     def raw_window(self, ctx: Context, session: Session) -> int:
         """The raw catalog window the 90% applies to. When the call is windowed as the rollout
         recorded it (``model_context_window``, the effective window, became the input limit:
-        bench.replay.recorded_profile), raw = recorded × 100 / effective percent (258,400 → 272,000,
+        bench.replay.loop.recorded_profile), raw = recorded × 100 / effective percent (258,400 → 272,000,
         121,600 → 128,000); otherwise the profile's window is taken as the raw one (Codex's model
         table gives the input window: 272K for GPT-5)."""
         window = session.model.max_input or session.model.context_window

@@ -11,12 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bench.context import Context
+from bench.context import Context, Outcome, Strategy, event
 from strategies._tools import quote_latest_human, text_user
-from strategies.base import Outcome, Strategy, event
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 SRC = ("closed source; github/copilot-sdk@cc0438d66e3e68c333537cb935d9425d4e4ed8d5 nodejs/src/types.ts "
        "l.1858-1883 (InfiniteSessionConfig defaults), generated/session-events.ts l.2612-2800 (compaction events)")
@@ -58,7 +57,7 @@ class CopilotCli(Strategy):
       model call). The recorded 1.0.74 session writes ``session.compaction_start`` 12 ms after a
       ``assistant.turn_start`` with systemTokens 36,636 + conversationTokens 112,055 +
       toolDefinitionsTokens 11,404 = 160,095 = its ``preCompactionTokens``, 80% of the default tier's
-      ~200K (changelog 1.0.52 L992; bench/windows.py). Here: ``ctx.truth``, which holds the system
+      ~200K (changelog 1.0.52 L992; bench/cost/windows.py). Here: ``ctx.truth``, which holds the system
       prompt (the importer reads ``system.message``) and the conversation, plus the meter's fixed
       overhead (what a request carries that no message does: the tool schemas), by the run's counts
       (provider-attributed or calibrated; Copilot's tokenizer is not ours);

@@ -25,15 +25,30 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from weakref import ref
 
-from bench.context import Context
-from bench.prefix import starts_with
-from bench.tokens import MESSAGE_OVERHEAD, TokenCounter, remember, safe_split
+from bench.context import (
+    FRACTION,
+    MESSAGE_OVERHEAD,
+    Block,
+    Context,
+    Event,
+    Image,
+    Message,
+    Outcome,
+    Range,
+    Strategy,
+    Text,
+    TokenCounter,
+    ToolResult,
+    ToolUse,
+    event,
+    remember,
+    safe_split,
+    starts_with,
+)
 from strategies._tools import is_empty, last_assistant_index, text_assistant, text_user
-from strategies.base import FRACTION, Event, Outcome, Range, Strategy, event
-from traces.model import Block, Image, Message, Text, ToolResult, ToolUse
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 COMMIT = "5411f113cafae26161b4969b0237b8e1e024e2c2"
 SRC = f"google-gemini/gemini-cli@{COMMIT} packages/core/src/context/chatCompressionService.ts"

@@ -11,13 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from bench.context import Context
+from bench.context import Context, Message, Outcome, Strategy, Text, Thinking, ToolResult, ToolUse, event
 from strategies._tools import new_human_turn, quote_latest_human, text_assistant, text_user
-from strategies.base import Outcome, Strategy, event
-from traces.model import Message, Text, Thinking, ToolResult, ToolUse
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 SRC = "block/goose@0036b819 crates/goose/src/context_mgmt/mod.rs"
 # The continuation notes the model sees (mod.rs constants), verbatim.

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from operator import is_
 from typing import TYPE_CHECKING
 
-from bench.context import Context
-from bench.prefix import starts_with
+from bench.context import Context, Event, Message, Outcome, Strategy, ToolResult, ToolUse, event, orphans, starts_with
 from strategies._tools import (
     is_read_only,
     last_assistant_index,
@@ -29,11 +28,9 @@ from strategies._tools import (
     tool_inputs,
     unanswered_start,
 )
-from strategies.base import Event, Outcome, Strategy, event
-from traces.model import Message, ToolResult, ToolUse, orphans
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 PERSIST_DIR = "/tmp/agent/tool-results"
 CLEARED = "[Old tool result content cleared]"

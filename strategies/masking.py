@@ -15,14 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bench.context import Context
+from bench.context import Context, Message, Outcome, Strategy, event
 from strategies._tools import quote_latest_human, text_assistant
-from strategies.base import Outcome, Strategy, event
 from strategies.swe_agent import LastNObservations
-from traces.model import Message
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 REPO = "JetBrains-Research/the-complexity-trap (fork of SWE-agent), sweagent/agent/history_processors.py"
 

@@ -22,8 +22,22 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bench.context import Context
-from bench.pricing import ModelProfile
+from bench.context import (
+    COUNT,
+    FRACTION,
+    Context,
+    Image,
+    Message,
+    ModelProfile,
+    Outcome,
+    Strategy,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    Usage,
+    event,
+)
 from strategies._tools import (
     is_prompt,
     latest_human_index,
@@ -36,11 +50,9 @@ from strategies._tools import (
     tool_names,
     waiting_from,
 )
-from strategies.base import COUNT, FRACTION, Outcome, Strategy, event
-from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse, Usage
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 PRUNED = "[Old tool result content cleared]"
 QUESTION = "What did we do so far?"
@@ -93,7 +105,7 @@ class OpenCode(Strategy):
     usable = limit.input − min(20K, max output), else context − max output (anomalyco/opencode
     session/overflow.ts @08f74b9b, ``usable`` L8-17, ``isOverflow`` L19-28, ``tokenCount`` L30-32: no
     reserve in the second branch, unlike @31e22f65). The limits are the provider's own from
-    models.dev (bench/windows.py's provider rules: github-copilot's Claude Sonnet 4.6 has 128K of
+    models.dev (bench/cost/windows.py's provider rules: github-copilot's Claude Sonnet 4.6 has 128K of
     input, not the model's 1M). Checked on a recorded 1.4.3 session: 105,395 did not compact,
     112,579 did, against 108,000. The overflow generation keeps nothing of the tail: that
     session's first call after is 16,303 tokens, the 14,639 cached system + tools plus the summary

@@ -17,14 +17,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from bench.context import Context
-from bench.prefix import derived, starts_with
+from bench.context import (
+    SHARE,
+    Block,
+    Context,
+    Message,
+    Outcome,
+    Strategy,
+    Text,
+    ToolResult,
+    derived,
+    event,
+    starts_with,
+)
 from strategies._tools import latest_human_index, quote_latest_human, safe_cut, text_user, waiting_from
-from strategies.base import SHARE, Outcome, Strategy, event
-from traces.model import Block, Message, Text, ToolResult
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 V0 = "OpenHands/OpenHands@d6fab190 openhands/memory/condenser/impl/*.py, openhands/memory/conversation_memory.py"
 V1 = "OpenHands/software-agent-sdk@611629e6 openhands-sdk/openhands/sdk/context/condenser/llm_summarizing_condenser.py"

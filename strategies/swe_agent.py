@@ -11,14 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bench.context import Context
-from bench.prefix import starts_with
+from bench.context import Context, Message, Outcome, Strategy, ToolResult, event, starts_with
 from strategies._tools import rewrite_results
-from strategies.base import Outcome, Strategy, event
-from traces.model import Message, ToolResult
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 
 def elided(content: str) -> str:

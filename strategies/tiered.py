@@ -14,8 +14,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from bench.context import Context
-from bench.prefix import starts_with
+from bench.context import (
+    Context,
+    Event,
+    Message,
+    Outcome,
+    Strategy,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    event,
+    starts_with,
+)
 from strategies._tools import (
     PATH_KEYS,
     file_path,
@@ -27,11 +38,9 @@ from strategies._tools import (
     text_user,
     tool_inputs,
 )
-from strategies.base import Event, Outcome, Strategy, event
-from traces.model import Message, Text, Thinking, ToolResult, ToolUse
 
 if TYPE_CHECKING:
-    from bench.session import Session
+    from bench.context import Session
 
 CLEARED = "[cleared to save context]"
 """Every placeholder starts with this, so a cleared output is never cleared twice."""

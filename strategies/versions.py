@@ -9,8 +9,9 @@ Adding an agent or a generation is one ``Generation`` line in ``GENERATIONS``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from traces.model import parse_version
 
 Version = tuple[int, ...]
 
@@ -103,17 +104,6 @@ GENERATIONS: tuple[Generation, ...] = (
                "closed source: copilot-sdk InfiniteSessionConfig defaults (0.80 / 0.95), one generation known"),
 )
 """Ordered: the first generation that covers a version wins. Keep each agent's rows together."""
-
-_NUMBER = re.compile(r"\d+")
-
-
-def parse_version(text: str | None) -> Version | None:
-    """``"1.0.43"`` → (1, 0, 43); ``"v0.140.2-alpha"`` → (0, 140, 2); None when there are no digits."""
-    if not text:
-        return None
-    core = re.split(r"[-+ ]", text.strip().lstrip("vV"), maxsplit=1)[0]
-    parts = _NUMBER.findall(core)
-    return tuple(int(p) for p in parts) or None
 
 
 def matching_strategy(agent: str, version: str | None, provider: str | None = None) -> str | None:

@@ -14,8 +14,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-from bench.pricing import profile  # noqa: E402
-from bench.tokens import TokenCounter  # noqa: E402
+from bench.cost.pricing import profile  # noqa: E402
+from bench.tokens.counter import TokenCounter  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_TRACES = Path(os.environ.get("COMPACTION_BENCH_SHARED_TRACES", REPO.parent / "shared" / "traces"))

@@ -76,7 +76,7 @@ def test_load_and_compare_a_run(tmp_path: Path) -> None:
 def test_new_strategy_writes_a_skeleton_whose_test_passes(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     import importlib.util
 
-    from bench.cli import main
+    from bench.cli.main import main
 
     assert main(["new-strategy", "my-idea", "--dir", str(tmp_path / "mine")]) == 0
     assert "my_idea.py" in capsys.readouterr().out

@@ -7,8 +7,8 @@ import json
 import pandas as pd
 import pytest
 
-from bench.cli import main
-from bench.records import SCHEMA_VERSION
+from bench.cli.main import main
+from bench.replay.records import SCHEMA_VERSION
 from traces import native
 from traces.model import Message, ToolResult, ToolUse, Trace
 
@@ -97,7 +97,7 @@ def test_missing_api_key_is_a_clear_error_before_any_replay(tmp_path, trace_file
 
 
 def test_a_threshold_sweep_expands_into_one_strategy_per_value(tmp_path, trace_file):
-    from bench.runner import expand_grid
+    from bench.run.runner import expand_grid
 
     assert expand_grid("opencode@prune_protect=20000|40000,prune_minimum=0|5") == [
         "opencode@prune_protect=20000,prune_minimum=0", "opencode@prune_protect=20000,prune_minimum=5",
@@ -178,7 +178,7 @@ def test_report_on_a_folder_that_is_not_a_run_is_a_clear_error(tmp_path, capsys)
 
 
 def test_an_interrupted_run_keeps_its_finished_tasks_and_resumes(tmp_path, trace_file, capsys, monkeypatch):
-    from bench import runner
+    from bench.run import runner
 
     real, calls = runner.run_task, []
 

@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from bench.cli import main
+from bench.cli.main import main
 from tests.test_cli import trace_file  # noqa: F401  (the fixture)
 
 PLUGIN = '''
 from dataclasses import dataclass
-from strategies.base import Strategy
+from bench.context.strategy import Strategy
 
 @dataclass(frozen=True, kw_only=True)
 class Boom(Strategy):
@@ -66,7 +66,7 @@ def test_a_run_where_some_tasks_fail_still_reports_the_others(tmp_path, trace_fi
 def test_a_session_that_fails_every_strategy_alike_is_named_once(capsys) -> None:
     """One cause (a refused model, an unreadable record) fails each task of a session alike: one line
     per session, its first line of error, not one 2 KB block per task."""
-    from bench.cli import _print_errors
+    from bench.cli.main import _print_errors
 
     long = "UnknownModelError: no price for 'acme-1'.\n" + "Known: " + ", ".join(f"m{i}" for i in range(500))
     _print_errors([("s1", "none", long), ("s1", "codex", long), ("s1", "aider", long), ("s1", "amp", long),
@@ -77,7 +77,7 @@ def test_a_session_that_fails_every_strategy_alike_is_named_once(capsys) -> None
 
 
 def test_reusing_a_name_with_other_settings_is_said(tmp_path, capsys) -> None:
-    from bench.cli import main
+    from bench.cli.main import main
 
     base = ["run", "--traces", "synthetic:short", "--truth", "cl100k", "--workers", "1", "--out", str(tmp_path),
             "--quiet", "--no-report"]

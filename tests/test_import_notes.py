@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench import sources
-from bench.cli import main
+from bench.cli.main import main
+from bench.run import sources
 from traces import native
 from traces.formats import load
 from traces.model import Message, Trace

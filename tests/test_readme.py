@@ -6,7 +6,7 @@ import re
 import sys
 from pathlib import Path
 
-from bench.metrics import glossary
+from bench.scoring.metrics import glossary
 from tests.bench.test_replay import growing_trace
 from tests.strategies.test_contract import CONFIG, check_strategy
 
@@ -25,8 +25,8 @@ def test_the_example_strategy_runs_as_a_plugin(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         import strategies
-        from bench.replay import replay
-        from bench.tokens import TokenCounter
+        from bench.replay.loop import replay
+        from bench.tokens.counter import TokenCounter
 
         s = strategies.build("readme_example:ClearOldOutputs@keep=2")
         result = replay(growing_trace(14, 2500), s, CONFIG, counter=TokenCounter())

@@ -11,6 +11,7 @@ Everything here is a frozen dataclass: strategies build new messages, they never
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -275,3 +276,34 @@ def flag_orphan_results(messages: list[Message]) -> tuple[list[Message], int]:
                 blocks.append(b)
         out.append(replace(m, blocks=tuple(blocks), meta={**m.meta, "orphan": True}))
     return out, flagged
+
+
+def render(m: Message) -> str:
+    """The text a model sees for one message; what both counters measure."""
+    parts: list[str] = []
+    for b in m.blocks:
+        if isinstance(b, (Text, Thinking)):
+            parts.append(b.text)
+        elif isinstance(b, ToolUse):
+            parts.append(f"{b.name} {b.input_json()}")
+        elif isinstance(b, ToolResult):
+            parts.append(b.content)
+    return "\n".join(parts)
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def parse_version(text: str | None) -> tuple[int, ...] | None:
+    """``"1.0.43"`` → (1, 0, 43); ``"v0.140.2-alpha"`` → (0, 140, 2); None when there are no digits."""
+    if not text:
+        return None
+    core = re.split(r"[-+ ]", text.strip().lstrip("vV"), maxsplit=1)[0]
+    parts = _NUMBER.findall(core)
+    return tuple(int(p) for p in parts) or None
+
+
+def recorded_calls(trace: Trace) -> tuple[int, ...]:
+    """The call index at which each recorded compaction took effect (answers before it)."""
+    answers = [i for i, m in enumerate(trace.messages) if m.role == "assistant"]
+    return tuple(sum(1 for i in answers if i < rc.message_index) for rc in trace.compactions)

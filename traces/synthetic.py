@@ -14,10 +14,9 @@ import math
 from dataclasses import replace
 from random import Random
 
-from bench.tokens import render
 from traces import synthetic_text as tx
 from traces.calibration import CATEGORIES, FITTED, Calibration
-from traces.model import Message, Needle, Text, ToolResult, ToolUse, Trace
+from traces.model import Message, Needle, Text, ToolResult, ToolUse, Trace, render
 from traces.scenarios import ScenarioSpec, resolve
 from traces.synthetic_calls import TOOLS, Call, Outputs
 from traces.synthetic_needles import Planted, draw

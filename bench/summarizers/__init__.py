@@ -75,6 +75,6 @@ def build(name: str, **kwargs: Any) -> Summarizer:
 
 def transcript(messages: Sequence[Message]) -> str:
     """A plain-text rendering of messages, for summarizers that send text."""
-    from bench.tokens import render
+    from bench.tokens.counter import render
 
     return "\n\n".join(f"[{m.role}] {render(m)}" for m in messages)

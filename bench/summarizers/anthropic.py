@@ -103,7 +103,7 @@ def to_messages_api(messages: tuple[Message, ...], prompt: str) -> dict[str, Any
 class CachedMessages:
     """Claude's Messages API through the official SDK, each answer stored on disk under the hash
     of its request body: a rerun (or another strategy asking the same thing) costs nothing and
-    gets the same answer. Shared by the summarizer and the LLM probe (bench/llm_probe.py)."""
+    gets the same answer. Shared by the summarizer and the LLM probe (bench/scoring/llm_probe.py)."""
 
     def __init__(self, *, api_key: str | None, cache_dir: Path, max_retries: int, http_client: Any,
                  who: str, instead: str) -> None:
@@ -155,7 +155,7 @@ class AnthropicSummarizer:
     def __init__(self, *, model: str = DEFAULT_MODEL, api_key: str | None = None,
                  cache_dir: str | Path | None = None, max_retries: int = 4,
                  http_client: Any = None) -> None:
-        from bench.pricing import UnknownModelError, profile
+        from bench.cost.pricing import UnknownModelError, profile
 
         self.api = CachedMessages(api_key=api_key, max_retries=max_retries, http_client=http_client,
                                   cache_dir=Path(cache_dir) if cache_dir is not None else default_cache_dir(),

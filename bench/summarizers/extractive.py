@@ -111,7 +111,7 @@ def user_requests(messages: tuple[Message, ...]) -> list[str]:
 @lru_cache(maxsize=65_536)
 def _size(text: str) -> int:
     """cl100k tokens of one line of the summary (the unit of the size fit), once per distinct line."""
-    from bench.tokens import Tokenizer
+    from bench.tokens.counter import Tokenizer
 
     return Tokenizer(UNIT).count(text) + 1
 

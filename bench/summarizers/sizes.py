@@ -86,7 +86,7 @@ def _short(source: str) -> str:
 
 def fit(traces: Iterable[Trace]) -> dict[str, SizeFit]:
     """Per agent, a log-normal over the cl100k size of its automatic recorded summaries, plus ``pooled``."""
-    from bench.tokens import Tokenizer
+    from bench.tokens.counter import Tokenizer
 
     tokenizer = Tokenizer(UNIT)
     rows_by_agent: dict[str, list[tuple[int, int, str]]] = {}

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 import strategies
-from bench.attribution import Attribution, adopt_shipped, attribute, shipped_counts
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.replay.provider import adopt_shipped, shipped_counts
+from bench.tokens.attribution import Attribution, attribute
+from bench.tokens.counter import TokenCounter
 from traces.model import Message, RecordedCompaction, Text, Thinking, ToolResult, ToolUse, Trace, Usage
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "traces"
@@ -112,7 +113,7 @@ def _recorded_sessions() -> list[Trace]:
 
 @pytest.mark.slow
 def test_none_reproduces_every_recorded_prompt_before_the_first_compaction() -> None:
-    from bench.fidelity import recorded_calls
+    from traces.model import recorded_calls
 
     checked = 0
     for trace in _recorded_sessions():

@@ -16,10 +16,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench.cli import main
-from bench.records import CallRecord, TaskResult
-from bench.runner import RunConfig, run
-from bench.store import Store, failed_output, load_results, row_problem, task_output
+from bench.cli.main import main
+from bench.replay.records import CallRecord, TaskResult
+from bench.run.runner import RunConfig, run
+from bench.run.store import Store, failed_output, load_results, row_problem, task_output
 from tests.traces import agent_sessions
 from tests.traces.test_claude_code import SAMPLE
 
@@ -116,7 +116,7 @@ def test_a_batch_write_isolates_a_row_that_cannot_be_stored(tmp_path):
     store.add(_good("k5"))
     store.flush()
     assert store.done() == {"k1", "k2", "k5"}
-    from bench.store import _parts, read_parts
+    from bench.run.store import _parts, read_parts
 
     rows = read_parts(_parts(store.data, "results")).to_pandas().set_index("key")
     assert "unstorable result" in rows.loc["k3", "error"] and rows.loc["k3", "trace"] == "trace-k3"

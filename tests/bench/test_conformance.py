@@ -1,4 +1,4 @@
-"""Every session in ../shared/traces runs, as recorded (bench/conformance.py).
+"""Every session in ../shared/traces runs, as recorded (bench/cli/conformance.py).
 
 Each must import (every file that is a session is claimed by an importer; only documentation and
 the Entire CLI's metadata sidecars are not), run with default options under ``none`` and its
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.conformance import SessionCheck, check_session, format_rows, rows
+from bench.cli.conformance import SessionCheck, check_session, format_rows, rows
 from traces.model import Message, RecordedCompaction, Trace, Usage
 
 NOT_SESSIONS = {"MANIFEST.md", "manifest.json", "metadata.json"}
@@ -22,7 +22,7 @@ CLI's metadata.json beside each transcript (read as a sidecar, never a session).
 
 @pytest.fixture(scope="module")
 def checks(shared_traces: Path) -> list[SessionCheck]:
-    from bench.sources import stream
+    from bench.run.sources import stream
 
     return [check_session(t) for t in stream([str(shared_traces)])]
 
@@ -67,7 +67,7 @@ def test_the_table_counts_per_agent_and_version() -> None:
 def test_a_none_overflow_before_the_first_compaction_is_caught() -> None:
     """A session whose recorded prompt the run's window refuses, with no evidence to lift it (the
     usage is absent), is reported as overflowing: the check can fail."""
-    from bench.runner import RunConfig
+    from bench.run.runner import RunConfig
 
     big = "word " * 110_000
     msgs = (Message.text_message("user", big), Message.text_message("assistant", "ok"),

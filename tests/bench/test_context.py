@@ -1,14 +1,14 @@
-"""bench.context: totals moved by the difference equal a recount, and derived tuples are remembered
-with how far they hold their parent's objects (what ``bench.prefix`` then skips)."""
+"""bench.context.messages: totals moved by the difference equal a recount, and derived tuples are remembered
+with how far they hold their parent's objects (what ``bench.tokens.prefix`` then skips)."""
 
 from __future__ import annotations
 
 import random
 
-from bench import prefix
-from bench.context import Meter
-from bench.prefix import first_difference, grew_from, shared_head
-from bench.tokens import TokenCounter
+from bench.context.messages import Meter
+from bench.tokens import prefix
+from bench.tokens.counter import TokenCounter
+from bench.tokens.prefix import first_difference, grew_from, shared_head
 from traces.model import Message
 
 

@@ -7,7 +7,7 @@ import json
 import httpx2
 import pytest
 
-from bench.count_tokens import AnthropicTokenCounter, anthropic_attribution
+from bench.tokens.count_tokens import AnthropicTokenCounter, anthropic_attribution
 from traces.model import Message, Trace
 
 
@@ -62,7 +62,7 @@ def test_a_missing_key_is_refused_before_any_request(tmp_path, monkeypatch) -> N
 
 
 def test_a_run_with_truth_anthropic_and_no_key_exits_2(tmp_path, monkeypatch, capsys) -> None:
-    from bench.cli import main
+    from bench.cli.main import main
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     code = main(["run", "--traces", "synthetic:short", "--strategies", "none", "--truth", "anthropic",

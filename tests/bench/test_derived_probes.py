@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bench.derived_probes import artifact_f1, derive_needles, files_modified_f1, key_terms, set_f1
-from bench.probes import context_text
+from bench.scoring.derived_probes import artifact_f1, derive_needles, files_modified_f1, key_terms, set_f1
+from bench.scoring.probes import context_text
 from traces.model import Message, ToolResult, ToolUse, Trace
 
 M = Message.text_message
@@ -95,11 +95,11 @@ def test_files_modified_f1_after_a_replay_that_forgot_two_files():
     from dataclasses import dataclass
 
     import strategies
-    from bench.pricing import profile
-    from bench.probes import needle_observer, probe_frame
-    from bench.replay import ReplayConfig, replay
-    from bench.tokens import TokenCounter
-    from strategies.base import Outcome, Strategy, event
+    from bench.context.strategy import Outcome, Strategy, event
+    from bench.cost.pricing import profile
+    from bench.replay.loop import ReplayConfig, replay
+    from bench.scoring.probes import needle_observer, probe_frame
+    from bench.tokens.counter import TokenCounter
 
     @dataclass(frozen=True, kw_only=True)
     class KeepOneFile(Strategy):
@@ -168,11 +168,11 @@ def test_a_strategy_that_drops_the_early_fact_loses_it_and_none_keeps_it():
     from dataclasses import dataclass
 
     import strategies
-    from bench.pricing import profile
-    from bench.probes import needle_observer, probe_frame
-    from bench.replay import ReplayConfig, replay
-    from bench.tokens import TokenCounter
-    from strategies.base import Outcome, Strategy, event
+    from bench.context.strategy import Outcome, Strategy, event
+    from bench.cost.pricing import profile
+    from bench.replay.loop import ReplayConfig, replay
+    from bench.scoring.probes import needle_observer, probe_frame
+    from bench.tokens.counter import TokenCounter
 
     trace = _session_with_an_early_fact()
 
@@ -200,8 +200,8 @@ def test_a_strategy_that_drops_the_early_fact_loses_it_and_none_keeps_it():
 
 
 def test_derived_needles_are_computed_once_per_trace(monkeypatch):
-    import bench.derived_probes as dp
-    from bench.probes import derived_needles
+    import bench.scoring.derived_probes as dp
+    from bench.scoring.probes import derived_needles
 
     calls = []
     real = dp.derive_needles
@@ -216,10 +216,10 @@ def test_on_a_real_session_the_early_facts_tell_strategies_apart(shared_traces):
     """A real Claude Code session: right after a compaction, an LLM-summary strategy and Claude Code's
     own compaction have lost early facts the session uses later; none never compacts and keeps them."""
     import strategies
-    from bench.pricing import profile
-    from bench.probes import needle_observer, probe_frame, retention_by_kind
-    from bench.replay import ReplayConfig, replay
-    from bench.tokens import TokenCounter
+    from bench.cost.pricing import profile
+    from bench.replay.loop import ReplayConfig, replay
+    from bench.scoring.probes import needle_observer, probe_frame, retention_by_kind
+    from bench.tokens.counter import TokenCounter
     from traces.formats import load
 
     path = shared_traces / "claude-code__marot-spotter" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"

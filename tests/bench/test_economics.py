@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 
 import strategies
-from bench.economics import cost_truth, estimator_vs_truth, hidden_overflows, trigger_gaps
-from bench.metrics import frames
-from bench.pricing import profile
-from bench.records import CallRecord, EventRecord
-from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter
-from strategies.base import Outcome, Strategy, event
+from bench.context.strategy import Outcome, Strategy, event
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.replay.records import CallRecord, EventRecord
+from bench.scoring.economics import cost_truth, estimator_vs_truth, hidden_overflows, trigger_gaps
+from bench.scoring.metrics import frames
+from bench.tokens.counter import TokenCounter
 from traces.model import Message, ToolResult, ToolUse, Trace
 
 

@@ -10,7 +10,7 @@ from bench.summarizers import SummaryRequest
 from bench.summarizers.extractive import ExtractiveSummarizer, user_requests
 from bench.summarizers.sizes import fit, size_fit, stored
 from bench.summarizers.template import DEFAULT, sections
-from bench.tokens import Tokenizer
+from bench.tokens.counter import Tokenizer
 from strategies import amp, cline, layered, openhands
 from traces.model import Message, Text, ToolResult, ToolUse
 from traces.synthetic import generate
@@ -103,7 +103,7 @@ def test_the_stored_size_fit_is_what_the_recorded_sessions_give(shared_traces):
 def test_the_report_sets_each_strategys_summary_sizes_beside_its_agents_recorded_ones():
     import pandas as pd
 
-    from bench.stats import summary_sizes
+    from bench.scoring.stats import summary_sizes
     from reports.sections import summary_sizes_html
 
     rows = pd.DataFrame({"strategy": ["claude-code", "claude-code", "tiered-placeholders"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from bench.runner import RunConfig, format_means, format_summary, run
+from bench.run.runner import RunConfig, format_means, format_summary, run
 
 
 def test_a_raising_strategy_is_listed_last_as_failed(tmp_path: Path) -> None:

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import pytest
 
 import strategies
-from bench.fidelity import fidelity_rows, replay_recorded
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter
-from strategies.base import Outcome, Strategy, event
+from bench.context.strategy import Outcome, Strategy, event
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.scoring.fidelity import fidelity_rows, replay_recorded
+from bench.tokens.counter import TokenCounter
 from traces.model import Message, RecordedCompaction, ToolResult, ToolUse, Trace, Usage
 
 M = Message.text_message
@@ -130,7 +130,7 @@ def test_claude_code_against_its_recorded_compactions(shared_traces):
 def test_check_trace_needs_the_agents_matching_strategy():
     from dataclasses import replace as dc_replace
 
-    from bench.fidelity import check_trace
+    from bench.scoring.fidelity import check_trace
 
     config = ReplayConfig(profile("claude-sonnet-4-5"))
     assert check_trace(TRACE, config) == []  # agent "unknown": nothing to compare with
@@ -159,8 +159,8 @@ def test_a_second_recorded_compaction_is_sized_from_the_first():
 
 
 def test_usage_ratio_is_the_providers_growth_over_ours_with_the_overhead_cancelling():
-    from bench.fidelity import usage_ratio
-    from bench.tokens import TokenCounter
+    from bench.scoring.fidelity import usage_ratio
+    from bench.tokens.counter import TokenCounter
     from traces.model import Message, Trace, Usage
 
     counter = TokenCounter()
@@ -182,7 +182,7 @@ def test_a_manual_compaction_is_listed_but_never_paired_with_an_automatic_one():
     compaction is set beside the recorded automatic one, and the results table reports that."""
     from dataclasses import replace as dc_replace
 
-    from bench.fidelity import first_automatic
+    from bench.scoring.fidelity import first_automatic
 
     trace = dc_replace(TRACE, compactions=(RecordedCompaction(3, "manual", 1_050, "Typed /compact."),
                                            *TRACE.compactions))
@@ -200,8 +200,8 @@ def test_a_file_that_begins_with_a_compaction_is_no_miss():
     is listed, paired with nothing, and the replay's own compaction goes to the next recorded one."""
     from dataclasses import replace as dc_replace
 
-    from bench.conformance import first_compaction_call
-    from bench.fidelity import first_automatic
+    from bench.cli.conformance import first_compaction_call
+    from bench.scoring.fidelity import first_automatic
 
     head = (M("user", "Summary of an earlier part.", meta={"summary": True}),)
     trace = dc_replace(TRACE, messages=head + MESSAGES[1:],

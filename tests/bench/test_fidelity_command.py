@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from bench.cli import main
-from bench.fidelity_command import recorded_profile, rows
+from bench.cli.fidelity import recorded_profile, rows
+from bench.cli.main import main
 from traces.model import Trace
 
 
@@ -81,7 +81,7 @@ def test_the_codex_compaction_was_remote_and_fired_below_any_sourced_trigger(sha
     window = trace.messages[-1].meta["context_window"]
     assert window == 258_400
     import strategies
-    from bench.fidelity import matching_strategy
+    from bench.scoring.fidelity import matching_strategy
     assert matching_strategy(trace) == "codex:remote"
     model_window = recorded_profile(trace).max_input
     assert model_window * 95 // 100 == window  # Codex reports the effective window (95%)
@@ -118,7 +118,7 @@ def test_an_unknown_recorded_model_gets_the_stated_fallback():
 
 MINE = '''from dataclasses import dataclass
 
-from strategies.base import Outcome, Strategy, event
+from bench.context.strategy import Outcome, Strategy, event
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.cli import main
+from bench.cli.main import main
 
 CC = "claude-code:2.1.21"
 AUTO = ("258c7280-ae70-4798-800f-63464d01a85d.jsonl", "4d5611e5-241a-462a-8d15-5122611a9569.jsonl")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from bench.fidelity_command import conformance, format_table, worse
+from bench.cli.fidelity import conformance, format_table, worse
 
 FLOOR = Path(__file__).with_name("fidelity_floor.csv")
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from bench.attribution import shipped_counts
-from bench.executors import Job
-from bench.runner import _job_counter
-from bench.tokens import TokenCounter
+from bench.replay.provider import shipped_counts
+from bench.run.executors import Job
+from bench.run.runner import _job_counter
+from bench.tokens.counter import TokenCounter
 from traces.synthetic import generate
 
 

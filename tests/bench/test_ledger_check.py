@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 import strategies
-from bench.attribution import attribute
-from bench.fidelity_command import recorded_profile
-from bench.ledger_check import ledger_gap
-from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter
+from bench.cli.fidelity import recorded_profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.scoring.ledger_check import ledger_gap
+from bench.tokens.attribution import attribute
+from bench.tokens.counter import TokenCounter
 
 
 @pytest.mark.slow

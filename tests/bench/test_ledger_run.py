@@ -5,11 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bench.cli import main
-from bench.fidelity import recorded_calls
-from bench.ledger_check import cached_blocks, ledger_gap
+from bench.cli.main import main
+from bench.scoring.ledger_check import cached_blocks, ledger_gap
 from reports.ledger import finding, per_session
 from traces.formats import load
+from traces.model import recorded_calls
 
 SMALL = ("short.jsonl", "tool_heavy.jsonl")
 
@@ -46,10 +46,10 @@ def test_a_run_over_recorded_claude_code_sessions_writes_the_ledger_and_reports_
 
 def test_codex_reads_are_counted_in_whole_128_token_blocks(shared_traces):
     import strategies
-    from bench.attribution import attribute
-    from bench.fidelity_command import recorded_profile
-    from bench.replay import ReplayConfig, replay
-    from bench.tokens import TokenCounter
+    from bench.cli.fidelity import recorded_profile
+    from bench.replay.loop import ReplayConfig, replay
+    from bench.tokens.attribution import attribute
+    from bench.tokens.counter import TokenCounter
 
     folder = shared_traces / "codex__madshn-localpush"
     trace = next(t for t in load([str(p) for p in sorted(folder.glob("*ec25*.jsonl"))]).traces)

@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 
 import strategies
-from bench.cli import main
-from bench.llm_probe import AnthropicProbe, parse_answers, questions_prompt
-from bench.pricing import profile
-from bench.probes import needle_observer
-from bench.replay import ReplayConfig, replay
+from bench.cli.main import main
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.scoring.llm_probe import AnthropicProbe, parse_answers, questions_prompt
+from bench.scoring.probes import needle_observer
 from bench.summarizers import SummarizerError
-from bench.tokens import TokenCounter
+from bench.tokens.counter import TokenCounter
 from tests.bench.test_anthropic_summarizer import Recorder, reply
 from traces import native
 from traces.model import Message, Needle, ToolResult, ToolUse, Trace
@@ -93,7 +93,7 @@ def test_missing_key_is_a_clear_error_before_any_replay(tmp_path, monkeypatch, c
 
 def test_llm_recall_reaches_the_results(tmp_path, monkeypatch):
     """The run's results carry llm_recall next to retention (answers served from the disk cache)."""
-    from bench import runner
+    from bench.run import runner
 
     cache = tmp_path / "cache"
     seed = probe(Recorder(reply("1. 51234\n2. unknown\n3. unknown")), tmp_path)
@@ -101,7 +101,7 @@ def test_llm_recall_reaches_the_results(tmp_path, monkeypatch):
                   observers=(needle_observer(TRACE, asker=seed),))
     assert sent.probes
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    monkeypatch.setattr("bench.llm_probe.default_cache_dir", lambda: cache / "anthropic")
+    monkeypatch.setattr("bench.scoring.llm_probe.default_cache_dir", lambda: cache / "anthropic")
     monkeypatch.setattr(runner, "_asker", lambda config, counter=None: AnthropicProbe(cache_dir=cache, counter=counter))
     path = native.write(TRACE, tmp_path / "t.cbt.jsonl")
     code = main(["run", "--traces", str(path), "--strategies", "none", "--probe", "anthropic", "--workers", "1",

@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from bench.tokens import Tokenizer, TokenizerDataError, bundled_o200k, o200k_spec
+from bench.tokens.counter import Tokenizer, TokenizerDataError, bundled_o200k, o200k_spec
 
 # Token ids published as test vectors for tiktoken-compatible encoders (cl100k_base / o200k_base).
 VECTORS = {

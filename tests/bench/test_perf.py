@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from bench import perf
+from bench.cli import perf
 
 
 def test_perf_prints_every_measurement_on_tiny_sizes(capsys):
@@ -43,10 +43,10 @@ def test_along_reads_one_for_constant_work_per_call_and_more_for_a_walk_of_the_h
     the two fifths' calls; events are counted in the fifth of their call."""
     from dataclasses import dataclass
 
-    from bench.pricing import profile
-    from bench.replay import ReplayConfig
-    from bench.tokens import TokenCounter
-    from strategies.base import Outcome, Strategy, event
+    from bench.context.strategy import Outcome, Strategy, event
+    from bench.cost.pricing import profile
+    from bench.replay.loop import ReplayConfig
+    from bench.tokens.counter import TokenCounter
     from traces.synthetic import generate
 
     work = [0.0]

@@ -1,4 +1,4 @@
-"""bench.prefix: the block-wise prefix comparison equals the position-by-position definition, and
+"""bench.tokens.prefix: the block-wise prefix comparison equals the position-by-position definition, and
 tuples grown by ``extend`` are recognised without a comparison."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from bench import prefix
-from bench.prefix import (
+from bench.tokens import prefix
+from bench.tokens.prefix import (
     BLOCK,
     LINEAGE_DEPTH,
     LINEAGE_KEEP,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.pricing import PromptCache, UnknownModelError, profile
+from bench.cost.pricing import PromptCache, UnknownModelError, profile
 
 
 def test_three_call_example_by_hand():
@@ -173,7 +173,7 @@ def test_the_bundled_table_keeps_its_rates_for_models_both_know() -> None:
 
 
 def test_every_prices_toml_entry_says_why() -> None:
-    from bench.pricing import _table, price_table
+    from bench.cost.pricing import _table, price_table
 
     table = _table()
     assert all(e.get("why") for e in table.models.values())
@@ -193,7 +193,7 @@ ENTRY = ('[models."acme-coder-3"]\nprovider = "acme"\ninput = 1.0\noutput = 2.0\
     ("min_cache_prefix = -5", "min_cache_prefix")])
 def test_a_prices_file_with_a_bad_value_is_refused_naming_file_model_and_field(tmp_path, monkeypatch, line: str,
                                                                                field: str) -> None:
-    from bench import pricing
+    from bench.cost import pricing
 
     monkeypatch.setattr(pricing, "_EXTRA", {})
     bad = tmp_path / "bad.toml"
@@ -209,7 +209,7 @@ def test_a_prices_file_with_a_bad_value_is_refused_naming_file_model_and_field(t
 
 
 def test_a_prices_file_may_change_one_field_of_a_library_model(tmp_path, monkeypatch) -> None:
-    from bench import pricing
+    from bench.cost import pricing
 
     monkeypatch.setattr(pricing, "_EXTRA", {})
     f = tmp_path / "window.toml"
@@ -223,7 +223,7 @@ def test_a_prices_file_may_change_one_field_of_a_library_model(tmp_path, monkeyp
 def test_a_changed_price_file_changes_the_task_key(tmp_path):
     """Rows billed at old prices are never resumed: the task key hashes the prices the run bills with."""
     import strategies
-    from bench.runner import RunConfig, _prices_key, task_key
+    from bench.run.runner import RunConfig, _prices_key, task_key
 
     prices = tmp_path / "p.toml"
     prices.write_text('[models."m"]\ninput = 1.0\n', encoding="utf-8")
@@ -238,8 +238,8 @@ def test_a_changed_price_file_changes_the_task_key(tmp_path):
 
 def test_a_new_genai_prices_version_changes_the_task_key(monkeypatch):
     import strategies
-    from bench import pricing
-    from bench.runner import RunConfig, _prices_key, task_key
+    from bench.cost import pricing
+    from bench.run.runner import RunConfig, _prices_key, task_key
 
     spec = strategies.parse_spec("none")
     _prices_key.cache_clear()
@@ -257,7 +257,7 @@ def test_common_prefixes_inferred_from_the_previous_request_equal_a_full_compari
     # rewritten in the middle, fork (a summarizer stream) and hold equal-but-distinct objects.
     import random
 
-    from bench.prefix import first_difference
+    from bench.tokens.prefix import first_difference
 
     rng = random.Random(3)
     for _ in range(60):
@@ -311,9 +311,9 @@ def test_running_sums_taken_from_the_entry_by_position_equal_counting_each_messa
                 out.append(acc)
             return out
 
-    import bench.pricing
+    import bench.cost.pricing
 
-    monkeypatch.setattr(bench.pricing, "ALIGNED_MIN", 1)  # short requests: take steps by position anyway
+    monkeypatch.setattr(bench.cost.pricing, "ALIGNED_MIN", 1)  # short requests: take steps by position anyway
     rng = random.Random(5)
     for _ in range(80):
         caches = (PromptCache(profile("claude-sonnet-4-5")), Counting(profile("claude-sonnet-4-5")))

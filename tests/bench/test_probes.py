@@ -8,8 +8,10 @@ import pandas as pd
 import pytest
 
 import strategies
-from bench.pricing import profile
-from bench.probes import (
+from bench.context.strategy import Outcome, Strategy, event
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.scoring.probes import (
     ABSENT,
     FALSE_POSITIVE,
     MISSING,
@@ -23,9 +25,7 @@ from bench.probes import (
     retention,
     with_age_buckets,
 )
-from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter
-from strategies.base import Outcome, Strategy, event
+from bench.tokens.counter import TokenCounter
 from traces.model import Message, Needle, ToolResult, ToolUse, Trace
 
 M = Message.text_message

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.cli import main
+from bench.cli.main import main
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'compaction-bench[ray]')")
 pytestmark = pytest.mark.ray

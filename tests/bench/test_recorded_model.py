@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import strategies
-from bench.pricing import UnknownModelError, add_prices, profile
-from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter
+from bench.cost.pricing import UnknownModelError, add_prices, profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.tokens.counter import TokenCounter
 from traces.model import Message, Trace
 
 
@@ -35,7 +35,7 @@ def test_a_mid_session_switch_prices_each_call_as_its_recorded_model() -> None:
 
 
 def test_prices_file_adds_a_model_and_an_unknown_one_names_the_way(tmp_path, monkeypatch) -> None:
-    from bench import pricing
+    from bench.cost import pricing
 
     monkeypatch.setattr(pricing, "_EXTRA", {})
     assert profile("acme-coder-1").is_fallback
@@ -54,7 +54,7 @@ def test_prices_file_adds_a_model_and_an_unknown_one_names_the_way(tmp_path, mon
 
 
 def test_a_recorded_codex_window_becomes_the_input_limit() -> None:
-    from bench.replay import recorded_profile
+    from bench.replay.loop import recorded_profile
 
     base = profile("gpt-5.3-codex")
     assert recorded_profile("gpt-5.3-codex", 258_400).max_input == 258_400
@@ -67,8 +67,8 @@ def test_a_run_prices_an_unknown_model_from_prices_file(tmp_path, monkeypatch, c
     refuses it before any work in at most two lines (exit 2); a --prices file prices it."""
     import json
 
-    from bench import pricing
-    from bench.cli import main
+    from bench.cli.main import main
+    from bench.cost import pricing
 
     monkeypatch.setattr(pricing, "_EXTRA", {})
     args = ["run", "--traces", "synthetic:short", "--strategies", "none", "--model", "acme-coder-2",
@@ -93,7 +93,7 @@ def test_a_run_prices_an_unknown_model_from_prices_file(tmp_path, monkeypatch, c
 def test_an_unknown_recorded_model_runs_flagged_and_strict_stops_before_its_trace(tmp_path) -> None:
     """Under --model recorded, a call's model no table knows (here after a known one) is noted once; under
     --strict-prices the run stops at that trace, naming the model, before it is replayed."""
-    from bench.runner import RunConfig, _noting_unpriced
+    from bench.run.runner import RunConfig, _noting_unpriced
 
     msgs = (Message.text_message("user", "go"),
             Message.text_message("assistant", "a", meta={"model": "claude-opus-4-7"}),
@@ -123,9 +123,9 @@ def _recorded_trace(model: str, result: str = "") -> Trace:
 
 
 def test_the_default_model_is_recorded_on_the_command_line_and_in_the_api() -> None:
-    from bench.cli import parser
-    from bench.pricing import RECORDED
-    from bench.runner import RunConfig
+    from bench.cli.main import parser
+    from bench.cost.pricing import RECORDED
+    from bench.run.runner import RunConfig
 
     args = parser().parse_args(["run"])
     assert args.model == RECORDED == RunConfig().model  # compaction_bench.run builds a RunConfig
@@ -134,8 +134,8 @@ def test_the_default_model_is_recorded_on_the_command_line_and_in_the_api() -> N
 def test_a_synthetic_trace_gets_the_run_model_and_a_recorded_one_its_own() -> None:
     """Under the default, a trace that records no model is billed as DEFAULT_MODEL (sonnet), one that
     records haiku as haiku; forcing --model applies that model to both."""
-    from bench.pricing import DEFAULT_MODEL
-    from bench.runner import RunConfig, _trace_profile, run_task
+    from bench.cost.pricing import DEFAULT_MODEL
+    from bench.run.runner import RunConfig, _trace_profile, run_task
     from traces.synthetic import generate
 
     synthetic = generate("short", seed=0)
@@ -163,9 +163,9 @@ def test_a_synthetic_trace_gets_the_run_model_and_a_recorded_one_its_own() -> No
 
 def test_every_shared_trace_resolves_its_model_under_the_default(shared_traces) -> None:
     """Every model that occurs in ../shared/traces (per trace and per call) has a price and a window."""
-    from bench.pricing import profile_for, recorded_id
-    from bench.replay import recorded_profile
-    from bench.runner import RunConfig
+    from bench.cost.pricing import profile_for, recorded_id
+    from bench.replay.loop import recorded_profile
+    from bench.run.runner import RunConfig
     from traces.formats import load
 
     result = load([str(shared_traces)])
@@ -184,7 +184,7 @@ def test_every_shared_trace_resolves_its_model_under_the_default(shared_traces) 
 
 
 def test_aider_cache_mark_and_model_less_records_resolve() -> None:
-    from bench.pricing import DEFAULT_MODEL, RECORDED, profile_for, recorded_id
+    from bench.cost.pricing import DEFAULT_MODEL, RECORDED, profile_for, recorded_id
 
     assert recorded_id("claude-3-5-sonnet-20240620\u26a1") == "claude-3-5-sonnet-20240620"
     assert recorded_id("replay") is None and recorded_id("<synthetic>") is None and recorded_id(None) is None
@@ -222,7 +222,7 @@ def test_a_codex_alias_trace_gets_token_truncation_and_its_base_byte_truncation(
 def test_a_recorded_session_on_an_unknown_model_runs_flagged_and_strict_exits_2(tmp_path, capsys) -> None:
     """The whole command on a session file whose model no table knows: exit 0, one note naming the model
     and the fallback; with --strict-prices exit 2 and an error of at most two lines, no traceback."""
-    from bench.cli import main
+    from bench.cli.main import main
     from traces import native
 
     msgs = (Message.text_message("user", "inspect the logs " * 50),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.cli import main
+from bench.cli.main import main
 from bench.summarizers import SummaryRequest, build
-from bench.tokens import TokenCounter
+from bench.tokens.counter import TokenCounter
 from traces.formats import read_path
 from traces.model import Message, RecordedCompaction, Trace
 
@@ -44,7 +44,7 @@ def test_claude_code_fidelity_replay_uses_the_real_summary(shared_traces, tmp_pa
     path = shared_traces / "claude-code__marot-spotter" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
     trace = read_path(path).traces[0]
     recorded = trace.compactions[0].summary
-    from bench.fidelity import matching_strategy
+    from bench.scoring.fidelity import matching_strategy
 
     code = main(["run", "--traces", str(path), "--strategies", matching_strategy(trace), "--summarizer", "recorded",
                  "--workers", "1", "--name", "r", "--out", str(tmp_path), "--quiet", "--no-report"])

@@ -8,15 +8,15 @@ from dataclasses import dataclass
 import pandas as pd
 
 import strategies
-from bench import prefix
-from bench import references as references_module
-from bench.metrics import results_table
-from bench.prefix import derived
-from bench.pricing import profile
-from bench.references import RecordedIndex, ReferenceCheck, references
-from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter, render
-from strategies.base import Outcome, Strategy, event
+from bench.context.strategy import Outcome, Strategy, event
+from bench.cost.pricing import profile
+from bench.replay import references as references_module
+from bench.replay.loop import ReplayConfig, replay
+from bench.replay.references import RecordedIndex, ReferenceCheck, references
+from bench.scoring.metrics import results_table
+from bench.tokens import prefix
+from bench.tokens.counter import TokenCounter, render
+from bench.tokens.prefix import derived
 from strategies.opencode import PRUNED
 from traces.model import Message, Text, ToolResult, ToolUse, Trace
 

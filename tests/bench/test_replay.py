@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import strategies
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter
-from strategies.base import Outcome, Strategy, event
+from bench.context.strategy import Outcome, Strategy, event
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.tokens.counter import TokenCounter
 from traces.model import Message, Text, ToolResult, ToolUse, Trace
 
 TINY = replace(profile("claude-sonnet-4-5"), id="tiny", context_window=3_000, max_output=500)

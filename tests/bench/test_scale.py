@@ -13,10 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench import executors, sources, store
-from bench.cli import main
-from bench.runner import Budget, RunConfig, run
-from bench.store import TaskOutput
+from bench.cli.main import main
+from bench.run import executors, sources, store
+from bench.run.runner import Budget, RunConfig, run
+from bench.run.store import TaskOutput
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = ("--traces", "synthetic:short", "--seeds", "2", "--strategies", "none", "opencode")
@@ -146,7 +146,7 @@ def test_a_second_ctrl_c_keeps_the_finished_tasks(tmp_path):
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "bench.cli", *args]
+    return [sys.executable, "-m", "bench.cli.main", *args]
 
 
 def _children(pid: int) -> list[int]:
@@ -242,10 +242,10 @@ def test_the_report_reads_the_parquet_store_when_no_csv_was_written(tmp_path):
 
 
 def _pandas_scores(rows: list[dict]) -> dict:
-    """The per-task scores as bench.probes computes them for many tasks (the reference)."""
+    """The per-task scores as bench.scoring.probes computes them for many tasks (the reference)."""
     import math
 
-    from bench.probes import cliff_rounds, false_positive_rate, retention
+    from bench.scoring.probes import cliff_rounds, false_positive_rate, retention
 
     frame = pd.DataFrame(rows)
     ret, fpr, cliff = retention(frame), false_positive_rate(frame), cliff_rounds(frame)
@@ -266,14 +266,15 @@ def _same(a: dict, b: dict) -> bool:
 
 
 def test_one_pass_probe_scores_equal_the_pandas_ones():
-    """bench.probes.probe_scores (the worker's fast path) gives bench.probes' floats on real replays and edge cases."""
+    """bench.scoring.probes.probe_scores (the worker's fast path) gives bench.scoring.probes' floats on real
+    replays and edge cases."""
     import math
 
     import strategies
-    from bench.attribution import shipped_counts
-    from bench.probes import probe_scores
-    from bench.runner import run_task, shared_counter
-    from bench.tokens import TokenCounter
+    from bench.replay.provider import shipped_counts
+    from bench.run.runner import run_task, shared_counter
+    from bench.scoring.probes import probe_scores
+    from bench.tokens.counter import TokenCounter
     from traces.synthetic import generate
 
     config = RunConfig(strategies=("none", "opencode", "codex", "observation-masking"))

@@ -3,13 +3,13 @@ batches, derived needles and normalized texts per trace, tool blocks per message
 
 from __future__ import annotations
 
-import bench.derived_probes
-import bench.tokens
+import bench.scoring.derived_probes
+import bench.tokens.counter
 import strategies
-from bench.pricing import profile
-from bench.probes import needle_observer
-from bench.replay import ReplayConfig, replay
-from bench.tokens import MESSAGE_OVERHEAD, TokenCounter, Tokenizer
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.scoring.probes import needle_observer
+from bench.tokens.counter import MESSAGE_OVERHEAD, TokenCounter, Tokenizer
 from traces.model import Message, ToolResult, ToolUse, Trace
 
 
@@ -24,7 +24,7 @@ def test_a_text_is_tokenized_once_however_many_messages_carry_it():
 
 def test_batched_counting_in_small_batches_gives_the_single_counts(monkeypatch):
     texts = [f"line {i} " * (i % 7 + 1) for i in range(50)]
-    monkeypatch.setattr(bench.tokens, "BATCH_CHARS", 40)  # many batches, some texts alone in theirs
+    monkeypatch.setattr(bench.tokens.counter, "BATCH_CHARS", 40)  # many batches, some texts alone in theirs
     tokenizer = Tokenizer()
     assert tokenizer.count_many(texts) == [tokenizer.count(t) for t in texts]
     assert tokenizer.count_many([]) == []
@@ -32,8 +32,8 @@ def test_batched_counting_in_small_batches_gives_the_single_counts(monkeypatch):
 
 def test_derived_needles_are_derived_once_per_trace(monkeypatch):
     calls = []
-    real = bench.derived_probes.derive_needles
-    monkeypatch.setattr(bench.derived_probes, "derive_needles", lambda t: calls.append(t) or real(t))
+    real = bench.scoring.derived_probes.derive_needles
+    monkeypatch.setattr(bench.scoring.derived_probes, "derive_needles", lambda t: calls.append(t) or real(t))
     trace = Trace("real", (Message.text_message("system", "agent"),
                            Message.text_message("user", "Fix src/app.py, keep Python 3.9 support."),
                            Message("assistant", (ToolUse("e", "Edit", {"file_path": "/r/src/app.py",

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main
-from bench.runner import RunConfig, run
-from bench.show import ShowError, context_at, format_diff, format_shown
-from bench.store import load_table
+from bench.cli.main import main
+from bench.cli.show import ShowError, context_at, format_diff, format_shown
+from bench.run.runner import RunConfig, run
+from bench.run.store import load_table
 
 STRATEGIES = ("none", "codex@limit_fraction=0.05")  # a tiny threshold: it compacts on a short session
 

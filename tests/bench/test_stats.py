@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.stats import (
+from bench.scoring.stats import (
     DEFAULT_B,
     NOT_SIGNIFICANT,
     REPORT_B,

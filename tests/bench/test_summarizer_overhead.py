@@ -1,16 +1,16 @@
 """A summarizer call is billed with the request's fixed overhead (system prompt and tool schemas), as a
-real agent's compaction turn is sent with them (bench/replay.py ``bill_summary``)."""
+real agent's compaction turn is sent with them (bench/replay/loop.py ``bill_summary``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import strategies
-from bench.attribution import ProviderView, shipped_counts
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.runner import shared_counter
-from bench.tokens import TokenCounter
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.replay.provider import ProviderView, shipped_counts
+from bench.run.runner import shared_counter
+from bench.tokens.counter import TokenCounter
 from strategies.codex import Codex
 from traces.synthetic import generate
 

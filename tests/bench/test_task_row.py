@@ -1,4 +1,4 @@
-"""bench.metrics.task_row, computed from the records without a frame, gives the frame's numbers to the bit."""
+"""bench.scoring.metrics.task_row, computed from the records without a frame, gives the frame's numbers to the bit."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 
 import strategies
-from bench.economics import chained
-from bench.metrics import task_row
-from bench.pricing import profile
-from bench.probes import needle_observer
-from bench.records import CallRecord, EventRecord, TaskResult, columns
-from bench.replay import ReplayConfig, replay
-from bench.validity import EVENT_KIND as INVALID
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.replay.records import CallRecord, EventRecord, TaskResult, columns
+from bench.replay.validity import EVENT_KIND as INVALID
+from bench.scoring.economics import chained
+from bench.scoring.metrics import task_row
+from bench.scoring.probes import needle_observer
 from traces.synthetic import generate
 
 

@@ -7,22 +7,13 @@ from dataclasses import replace
 import pytest
 
 import strategies
-from bench.attribution import Attribution, adopt_shipped, shipped_counts
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.token_calibration import (
-    DEFAULT_SOURCES,
-    FamilyModel,
-    _kind_ratios,
-    _load_sources,
-    calibrated_counts,
-    clean_steps,
-    content_kind,
-    family_of,
-    fit,
-    stored,
-)
-from bench.tokens import TokenCounter, Tokenizer, render
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.replay.provider import adopt_shipped, shipped_counts
+from bench.tokens.attribution import Attribution
+from bench.tokens.calibration import FamilyModel, calibrated_counts, content_kind, family_of, stored
+from bench.tokens.calibration_fit import DEFAULT_SOURCES, _kind_ratios, _load_sources, clean_steps, fit
+from bench.tokens.counter import TokenCounter, Tokenizer, render
 from traces.model import Message, Trace
 
 
@@ -133,7 +124,7 @@ def test_the_stored_fit_is_what_the_recorded_sessions_give(shared_traces) -> Non
 
 
 def test_clean_steps_are_the_attribution_steps(shared_traces) -> None:
-    from bench.attribution import clean_growth
+    from bench.tokens.attribution import clean_growth
 
     traces = _load_sources([str(shared_traces / "claude-code__marot-spotter")])
     checked = 0

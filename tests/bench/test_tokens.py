@@ -7,9 +7,9 @@ import random
 import pytest
 
 import strategies
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.tokens import MESSAGE_OVERHEAD, TokenCounter
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.tokens.counter import MESSAGE_OVERHEAD, TokenCounter
 from traces.model import Message, Text, ToolResult, ToolUse, Trace
 
 
@@ -67,7 +67,7 @@ ODD = ["word", "Line", "  indented", "\n", "\n\n", "\t", "/", "!", "...", "'s", 
 def test_a_long_text_counted_by_its_parts_has_the_count_of_the_whole(encoding):
     # safe_split cuts only where the encoding's own pre-tokenizer always cuts, so the parts' counts
     # add up to the whole text's, on texts built to sit on every boundary the rule distinguishes
-    from bench.tokens import PART_CHARS, Tokenizer, safe_split
+    from bench.tokens.counter import PART_CHARS, Tokenizer, safe_split
 
     whole = Tokenizer(encoding)
     rng = random.Random(11)
@@ -82,7 +82,7 @@ def test_a_long_text_counted_by_its_parts_has_the_count_of_the_whole(encoding):
 
 
 def test_parts_are_shared_between_texts_and_short_texts_are_counted_whole():
-    from bench.tokens import PART_CHARS, Tokenizer
+    from bench.tokens.counter import PART_CHARS, Tokenizer
 
     calls: list[str] = []
 
@@ -108,7 +108,7 @@ def test_parts_are_shared_between_texts_and_short_texts_are_counted_whole():
 def test_a_message_counted_on_demand_is_remembered_while_it_lives_and_forgotten_with_it() -> None:
     import gc
 
-    from bench.validity import RequestCheck
+    from bench.replay.validity import RequestCheck
 
     counter, check = TokenCounter(), RequestCheck()
     kept = Message.text_message("user", "a trace's message " * 5)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import strategies
-from bench.metrics import results_table
-from bench.replay import replay
-from bench.tokens import TokenCounter
-from bench.validity import RequestCheck, describe, problems
+from bench.replay.loop import replay
+from bench.replay.validity import RequestCheck, describe, problems
+from bench.scoring.metrics import results_table
+from bench.tokens.counter import TokenCounter
 from tests.strategies.test_contract import CONFIG
 from traces.model import Message, Text, ToolResult, ToolUse, Trace
 

@@ -1,4 +1,4 @@
-"""bench.verdict on constructed results tables: the constrained optimum, why, and the runner-up."""
+"""bench.decide.verdict on constructed results tables: the constrained optimum, why, and the runner-up."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench import verdict as bv
+from bench.decide import verdict as bv
 
 # (strategy, cost factor, retention, overflows on t0)
 ROWS = [("none", 1.0, 1.0, 0), ("cheap", 0.5, 0.90, 0), ("codex@limit_fraction=0.5", 0.6, 0.99, 2),
@@ -244,7 +244,7 @@ def test_the_verdict_says_what_its_retention_measures() -> None:
 
 def test_a_bad_objective_is_refused_before_any_replay(tmp_path) -> None:
     """`--objective min-costs` used to replay everything and then fail."""
-    from bench.cli import main
+    from bench.cli.main import main
 
     args = ["run", "--traces", "synthetic:short", "--strategies", "none", "--objective", "min-costs",
             "--out", str(tmp_path), "--quiet"]

@@ -1,4 +1,4 @@
-"""bench/windows.py: a session is windowed as it ran (its recording, its agent's rules, what it sent).
+"""bench/cost/windows.py: a session is windowed as it ran (its recording, its agent's rules, what it sent).
 
 Hand-built Claude Code sessions: a 1M session whose transcript names plain ``claude-opus-4-6``
 must not be charged overflows on prompts the agent really sent, and the agent's strategy must not
@@ -8,10 +8,10 @@ compact there; a 200K session stays at 200K.
 from __future__ import annotations
 
 import strategies
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter
-from bench.windows import LONG_CONTEXT, session_windows
+from bench.cost.pricing import profile
+from bench.cost.windows import LONG_CONTEXT, session_windows
+from bench.replay.loop import ReplayConfig, replay
+from bench.tokens.counter import TokenCounter
 from traces.model import Message, Trace, Usage
 
 
@@ -56,7 +56,7 @@ def test_claude_code_runs_opus_4_7_at_1m_from_2_1_117() -> None:
     """CHANGELOG 2.1.117: Opus 4.7's native 1M window. The version before keeps 200K."""
     from dataclasses import replace
 
-    from bench.windows import SessionWindows
+    from bench.cost.windows import SessionWindows
 
     opus47 = replace(profile("claude-opus-4-6"), id="claude-opus-4-7")
 
@@ -71,7 +71,7 @@ def test_claude_code_runs_opus_4_7_at_1m_from_2_1_117() -> None:
 def test_none_never_overflows_and_claude_code_never_compacts_a_1m_session() -> None:
     trace = _session([50_000, 180_000, 300_000, 414_000])
     counter = TokenCounter()
-    from bench.attribution import adopt_shipped, shipped_counts
+    from bench.replay.provider import adopt_shipped, shipped_counts
 
     adopt_shipped(counter, trace, shipped_counts(trace, TokenCounter()))
     config = ReplayConfig(profile("claude-opus-4-6"), recorded_models=True)

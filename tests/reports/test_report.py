@@ -271,7 +271,7 @@ def test_render_reads_files_only(tmp_path: Path) -> None:
 
     run_dir = write_fixture_run(tmp_path / "run")
     code = ("import sys, reports; from pathlib import Path; reports.render(Path(sys.argv[1])); "
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'strategies' or m == 'bench.replay'); "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'strategies' or m == 'bench.replay.loop'); "
             "print(bad)")
     done = subprocess.run([sys.executable, "-c", code, str(run_dir)], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parents[2])
@@ -290,7 +290,7 @@ def test_each_strategy_row_links_to_a_page_of_its_compactions(rendered: Path) ->
 def test_a_run_of_none_alone_that_overflowed_renders(tmp_path: Path) -> None:
     """`run --traces synthetic:long --strategies none`: every strategy overflowed, so the feasible set
     and the Pareto front are empty; the report is still written (it crashed in cost_vs_retention)."""
-    from bench.cli import main
+    from bench.cli.main import main
 
     args = ["run", "--traces", "synthetic:long", "--strategies", "none", "--truth", "cl100k", "--workers", "1",
             "--out", str(tmp_path), "--name", "alone", "--quiet"]

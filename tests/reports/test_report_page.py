@@ -9,8 +9,8 @@ import re
 import pandas as pd
 import pytest
 
-from bench.cli import main, parser
-from bench.help_format import one_line
+from bench.cli.help_format import one_line
+from bench.cli.main import main, parser
 from reports import sections
 
 

@@ -1,6 +1,6 @@
 """The report reads the calls in bounded batches (issue 13): same figures as folding the whole frame.
 
-The reference for every aggregate is the whole-frame code the report used before (``bench.economics``
+The reference for every aggregate is the whole-frame code the report used before (``bench.scoring.economics``
 through ``reports.scoring``, and the pandas group-by ``reports.tables`` did), run on the full calls
 table; the streamed aggregates must equal it whatever the batch size, from a calls.csv export and
 from the Parquet store.
@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import reports
-from bench import store
+from bench.run import store
 from reports import batches, callstats, compactions, eventstats, probestats, scoring, summarystats
 from reports.scoring import CLASSES, FALSE_POSITIVE
 from tests.reports.test_report import PNGS, write_fixture_run
@@ -311,7 +311,7 @@ def test_event_chart_points_are_capped_and_the_figures_stay_exact(monkeypatch: p
 
 @pytest.mark.parametrize("batch", [3, 33, batches.BATCH_ROWS])
 def test_summary_sizes_equal_the_whole_frame(monkeypatch: pytest.MonkeyPatch, batch: int) -> None:
-    from bench import stats
+    from bench.scoring import stats
 
     summaries = random_summaries()
     monkeypatch.setattr(batches, "BATCH_ROWS", batch)

@@ -7,7 +7,7 @@ suite replays every registered strategy over every shape (tests/strategies/test_
 
 Some shapes are invalid on purpose (a result before its call, a tool id used twice, an empty
 message): the API would reject them as recorded, so a strategy may pass them on, but must not add
-problems of its own, and the replay must flag what it sends (bench/validity.py).
+problems of its own, and the replay must flag what it sends (bench/replay/validity.py).
 """
 
 from __future__ import annotations

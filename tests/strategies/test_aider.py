@@ -7,12 +7,12 @@ from dataclasses import dataclass, field, replace
 import pytest
 
 import strategies
-from bench.context import Meter
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.session import Session
+from bench.context.messages import Meter
+from bench.context.session import Session
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
 from bench.summarizers import Summary, SummaryRequest
-from bench.tokens import TokenCounter
+from bench.tokens.counter import TokenCounter
 from strategies.aider import SUMMARY_PREFIX, Aider, history_budget
 from tests.strategies.test_contract import check_strategy
 from traces.model import Message, Text, ToolResult, ToolUse, Trace, orphans

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import strategies
-from bench.context import Meter
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.session import Session
+from bench.context.messages import Meter
+from bench.context.session import Session
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
 from bench.summarizers.extractive import ExtractiveSummarizer
 from strategies.anthropic_clear import PLACEHOLDER, AnthropicClearToolUses
 from traces.model import Message, ToolResult, ToolUse, Trace, orphans

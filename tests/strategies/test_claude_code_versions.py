@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 import strategies
-from bench.context import Meter
-from bench.pricing import profile
-from bench.session import Session
+from bench.context.messages import Meter
+from bench.context.session import Session
+from bench.cost.pricing import profile
 from bench.summarizers.extractive import ExtractiveSummarizer
 from strategies.claude_code import SKILL_TRUNCATED, ClaudeCode
 from strategies.versions import matching_strategy
@@ -197,10 +197,10 @@ def test_recorded_sessions_compact_where_the_agent_did(shared_traces):
     session that reached 155,808. fdd24234 (2.1.17) is left out: its recorded prompt drops by 42K
     at a human turn (call 29) without a compaction, which the replay's attribution does not model,
     so the replay holds 42K the agent did not and fires at call 30."""
-    from bench.attribution import adopt_shipped, shipped_counts
-    from bench.fidelity_command import recorded_profile, rows
-    from bench.replay import COMPACTION_KINDS, ReplayConfig, replay
-    from bench.tokens import TokenCounter
+    from bench.cli.fidelity import recorded_profile, rows
+    from bench.replay.loop import COMPACTION_KINDS, ReplayConfig, replay
+    from bench.replay.provider import adopt_shipped, shipped_counts
+    from bench.tokens.counter import TokenCounter
     from traces.formats import load
 
     paths = [str(shared_traces / "claude-code__entireio-cli"), str(shared_traces / "claude-code__marot-spotter")]

@@ -10,10 +10,10 @@ from dataclasses import replace
 import pytest
 
 import strategies
-from bench.context import Meter
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.session import Session
+from bench.context.messages import Meter
+from bench.context.session import Session
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
 from bench.summarizers import Summary, SummaryRequest
 from strategies.codex import SUMMARY_PREFIX, Codex, approx_tokens, middle_truncate
 from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans
@@ -392,7 +392,7 @@ def test_the_0_104_rollout_compacts_at_the_recorded_call_on_its_own_count(shared
     """The 0.104 rollout keeps every blob's length: driven by the recorded usage, Codex's count
     (total_tokens + outputs + old reasoning: 245,5xx) crosses 244,800 exactly where it compacted,
     and the check before it (243,2xx) does not."""
-    from bench.fidelity_command import session as fidelity_session
+    from bench.cli.fidelity import session as fidelity_session
     from traces.formats import read_path
 
     path = (shared_traces / "codex__madshn-localpush"

@@ -10,7 +10,7 @@ sees every hook's outcome and every request sent, and asserts:
    at most 20K tokens of user messages); an empty user message is no turn (``is_prompt``: the
    API refuses one, so no agent takes it for the latest request);
 3. no tool_result without its tool_use before it, no tool_use without its result, no id used
-   twice, no empty message (bench/validity.py) -- unless the recorded session itself had that
+   twice, no empty message (bench/replay/validity.py) -- unless the recorded session itself had that
    problem, in which case the replay flags the request ``invalid`` (every flagged call, and only
    those, has problems); with an id the session itself reused, which call a result answers is
    moot, so problems on that id count as the session's;
@@ -35,13 +35,13 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import strategies
-from bench.context import Context
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter, render
-from bench.validity import Problem, problems
+from bench.context.messages import Context
+from bench.context.strategy import CUT_LATEST_HUMAN
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.replay.validity import Problem, problems
+from bench.tokens.counter import TokenCounter, render
 from strategies._tools import is_prompt
-from strategies.base import CUT_LATEST_HUMAN
 from tests.strategies.shapes import SHAPES, shaped
 from traces import native
 from traces.model import Message, Text, ToolResult, ToolUse, Trace

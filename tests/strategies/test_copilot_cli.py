@@ -6,10 +6,10 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from bench.context import Meter
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.session import Session
+from bench.context.messages import Meter
+from bench.context.session import Session
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
 from bench.summarizers import Summary, SummaryRequest
 from strategies.copilot_cli import CopilotCli
 from traces.model import Message, Text, ToolResult, ToolUse, Trace, orphans

@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 
 import strategies
-from bench.replay import replay
+from bench.replay.loop import replay
 from bench.summarizers import Summary, SummaryRequest
-from bench.tokens import TokenCounter
+from bench.tokens.counter import TokenCounter
 from tests.strategies.shapes import SYSTEM, TASK, words
 from tests.strategies.test_contract import CONFIG, SCALED_DOWN, Checked
 from traces.model import Message, Text, ToolResult, ToolUse, Trace

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field, replace
 import pytest
 
 import strategies
-from bench.context import Meter
-from bench.pricing import profile
-from bench.session import Session
+from bench.context.messages import Meter
+from bench.context.session import Session
+from bench.cost.pricing import profile
 from bench.summarizers import Summary, SummaryRequest
-from bench.tokens import TokenCounter, Tokenizer, render
+from bench.tokens.counter import TokenCounter, Tokenizer, render
 from strategies._tools import last_assistant_index
 from strategies.gemini_cli import (
     ACK,

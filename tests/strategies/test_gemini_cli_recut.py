@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from bench.context import Meter
-from bench.pricing import profile
-from bench.session import Session
+from bench.context.messages import Meter
+from bench.context.session import Session
+from bench.cost.pricing import profile
 from bench.summarizers import Summary, SummaryRequest
-from bench.tokens import TokenCounter, Tokenizer
+from bench.tokens.counter import TokenCounter, Tokenizer
 from strategies._tools import last_assistant_index
 from strategies.gemini_cli import Cuts, GeminiCli, pointer_lead, truncated_output
 from tests.strategies.test_gemini_cli import old_truncate

@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import strategies
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter
+from bench.context.strategy import Event, Outcome, event
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.tokens.counter import TokenCounter
 from strategies._tools import rewrite_results, rewrite_uses
 from strategies.anthropic_clear import AnthropicClearToolUses
-from strategies.base import Event, Outcome, event
 from strategies.openhands import ObservationMasking, RecentEvents, _ViewCondenser, keep_indices
 from strategies.tiered import TieredPlaceholders
 from tests.strategies.shapes import SHAPES, shaped
@@ -323,7 +323,7 @@ def test_incremental_paths_on_adversarial_shapes(shape: str, data: st.DataObject
 def test_microcompact_falls_back_when_an_id_comes_back(counter):
     """A call re-using an old id makes the old output's id "old" again: the newest result is cleared
     too (the definition works on the set of ids), which only the whole-history run sees."""
-    from bench.context import Meter
+    from bench.context.messages import Meter
     from strategies.layered import FiveLayer
 
     def step(i: str, tool: str, n: int) -> list[Message]:

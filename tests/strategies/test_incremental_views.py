@@ -9,11 +9,11 @@ from dataclasses import replace
 import pytest
 
 import strategies
-from bench.context import Meter
-from bench.pricing import profile
-from bench.session import Session
+from bench.context.messages import Meter
+from bench.context.session import Session
+from bench.cost.pricing import profile
+from bench.replay.validity import RequestCheck, problems
 from bench.summarizers.extractive import ExtractiveSummarizer
-from bench.validity import RequestCheck, problems
 from strategies._tools import rewrite_results, rewrite_uses
 from strategies.anthropic_clear import AnthropicClearToolUses
 from strategies.openhands import MASKED, ObservationMasking, render

@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 
 import strategies
-from bench.context import Meter
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.session import Session
+from bench.context.messages import Meter
+from bench.context.session import Session
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
 from bench.summarizers.extractive import ExtractiveSummarizer
 from strategies.layered import CLEARED, SUMMARY_SECTIONS, ClaudeCode, FiveLayer
 from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans

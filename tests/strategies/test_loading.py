@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import strategies
-from bench.runner import RunConfig, task_key
+from bench.run.runner import RunConfig, task_key
 
 GOOD = """\
 from dataclasses import dataclass

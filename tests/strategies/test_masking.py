@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import strategies
-from bench.context import Meter
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.session import Session
+from bench.context.messages import Meter
+from bench.context.session import Session
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
 from bench.summarizers import Summary, SummaryRequest
-from bench.tokens import TokenCounter
+from bench.tokens.counter import TokenCounter
 from strategies.masking import Hybrid, LLMSummary, ObservationMasking
 from traces.model import Message, ToolResult, ToolUse, Trace, orphans
 

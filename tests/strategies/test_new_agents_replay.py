@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 import strategies
-from bench.fidelity import MATCHING_STRATEGY, check_trace
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.scoring.fidelity import MATCHING_STRATEGY, check_trace
 from tests.traces.agent_sessions import copilot_session, gemini_session, write_jsonl
 from tests.traces.test_shared_replay import NoOrphans
 from traces.formats import read_path

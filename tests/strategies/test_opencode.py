@@ -11,10 +11,10 @@ from dataclasses import replace
 import pytest
 
 import strategies
-from bench.context import Meter
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.session import Session
+from bench.context.messages import Meter
+from bench.context.session import Session
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
 from bench.summarizers import Summary, SummaryRequest
 from bench.summarizers.extractive import ExtractiveSummarizer
 from strategies._tools import QUOTE_LEAD, is_prompt, safe_cut
@@ -345,7 +345,7 @@ def test_tail_start_tests_the_size_before_safe_cut_and_finds_the_same_start(coun
 
 # -- 1.2 – 1.4: overflow.ts's trigger, the summary replaces everything (opencode:1.4) ---------------
 COPILOT_SONNET = replace(profile("claude-sonnet-4.6"), context_window=200_000, max_input=128_000, max_output=32_000)
-"""github-copilot/claude-sonnet-4.6 as models.dev gave it on 2026-04-13 (bench/windows.py)."""
+"""github-copilot/claude-sonnet-4.6 as models.dev gave it on 2026-04-13 (bench/cost/windows.py)."""
 
 
 def test_the_1_4_trigger_is_the_input_limit_less_20k_on_the_whole_total():
@@ -406,7 +406,7 @@ def test_a_github_copilot_session_compacts_where_its_provider_limits_say(counter
     trace = Trace("oc", tuple(msgs), agent="opencode", model="claude-sonnet-4.6",
                   meta={"version": "1.4.3", "provider": "github-copilot"})
     config = ReplayConfig(profile("claude-sonnet-4.6"), recorded_models=True)
-    from bench.fidelity import replay_recorded
+    from bench.scoring.fidelity import replay_recorded
 
     result = replay_recorded(trace, strategies.build("opencode:1.4"), config, counter=counter)
     assert [e.call for e in result.events if e.kind == "summarize"] == [4]  # after the 112,579 call

@@ -1,6 +1,6 @@
 """Issue 23: strategy parameters are checked against their range before any replay.
 
-A strategy declares the range of a parameter its agent documents (``ranges``, strategies.base.Range);
+A strategy declares the range of a parameter its agent documents (``ranges``, bench.context.strategy.Range);
 every other numeric parameter follows the generic rule of ``strategies.check_params``: finite, a
 share of the window in (0, 1], any other number in [0, 2^53). The error names the parameter and its
 range.
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import pytest
 
 import strategies
-from bench.cli import main
-from strategies.base import FRACTION, Range, Strategy
+from bench.cli.main import main
+from bench.context.strategy import FRACTION, Range, Strategy
 from tests.test_cli import trace_file  # noqa: F401  (the fixture)
 
 

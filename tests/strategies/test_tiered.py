@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import strategies
-from bench.context import Meter
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.session import Session
+from bench.context.messages import Meter
+from bench.context.session import Session
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
 from bench.summarizers.extractive import ExtractiveSummarizer
-from bench.tokens import TokenCounter
+from bench.tokens.counter import TokenCounter
 from strategies.tiered import CLEARED, TieredPlaceholders, placeholder
 from traces.model import Message, Text, Thinking, ToolResult, ToolUse, Trace, orphans
 

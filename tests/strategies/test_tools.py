@@ -90,10 +90,10 @@ def test_a_compaction_of_everything_keeps_a_call_still_waiting_for_its_result():
 
 
 def test_codex_says_so_when_it_cuts_the_latest_user_message_short():
-    from bench.replay import replay
-    from bench.tokens import TokenCounter
+    from bench.context.strategy import CUT_LATEST_HUMAN
+    from bench.replay.loop import replay
+    from bench.tokens.counter import TokenCounter
     from strategies import build
-    from strategies.base import CUT_LATEST_HUMAN
     from tests.strategies.shapes import huge_text
     from tests.strategies.test_contract import CONFIG
     from traces.model import Trace

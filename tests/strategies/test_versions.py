@@ -46,7 +46,7 @@ def test_codex_compacts_remotely_only_for_the_providers_that_support_it(version,
 
 
 def test_the_fidelity_command_reads_the_recorded_provider():
-    from bench.fidelity import matching_strategy as for_trace
+    from bench.scoring.fidelity import matching_strategy as for_trace
     from traces.model import Trace
 
     trace = Trace("x", (), agent="codex", meta={"cli_version": "0.104.0-alpha.1", "model_provider": "openai"})
@@ -75,9 +75,9 @@ def test_ranges_of_one_agent_and_provider_set_do_not_overlap():
 
 
 def test_claude_code_1_0_triggers_at_window_less_32k_less_13k(counter):
-    from bench.context import Meter
-    from bench.pricing import profile
-    from bench.session import Session
+    from bench.context.messages import Meter
+    from bench.context.session import Session
+    from bench.cost.pricing import profile
     from bench.summarizers.extractive import ExtractiveSummarizer
 
     session = Session(profile("claude-sonnet-4-5"), Meter(counter), ExtractiveSummarizer())

@@ -1,5 +1,5 @@
 """`make fuzz`: mutated variants of a seed file per registered importer, each read and, when accepted,
-written natively, replayed through `none` and run (``bench.runner.run``: `none` and the format's own
+written natively, replayed through `none` and run (``bench.run.runner.run``: `none` and the format's own
 agent's strategy, into a temporary task store); any crash, hang, memory blow-up or unnamed error fails.
 
 Why here (tests/, not bench/): the seeds are our test fixtures where no real file exists, and the
@@ -457,9 +457,9 @@ def check_variant(fmt: str, entry: Path, files: list[Path], do_run: bool = False
     """(outcome, accepted with --lenient, detail) of one variant, from import through a `none` replay
     and, with ``do_run``, a `run` of the file (``run_check``)."""
     import strategies
-    from bench.pricing import profile
-    from bench.replay import ReplayConfig, replay
-    from bench.tokens import TokenCounter
+    from bench.cost.pricing import profile
+    from bench.replay.loop import ReplayConfig, replay
+    from bench.tokens.counter import TokenCounter
     from traces import native
     from traces.formats import load, read_path
     from traces.model import TraceError
@@ -518,7 +518,7 @@ def run_check(fmt: str, entry: Path, files: list[Path], *, lenient: bool) -> Non
     the recorded model whose tasks fail only for a model without a price (by design: that error asks
     for --prices) is run again as claude-sonnet-4-5, so the replay is still exercised.
     """
-    from bench.runner import RunConfig, run
+    from bench.run.runner import RunConfig, run
     from traces.model import TraceError
 
     for model in ("recorded", "claude-sonnet-4-5"):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.replay import ReplayConfig, replay
+from bench.replay.loop import ReplayConfig, replay
 from strategies import build
 from traces.formats import claude_code, detect, read_path
 from traces.model import TraceError, orphans
@@ -50,7 +50,7 @@ def _assert_replays(trace, counter) -> None:
 
 
 def _sonnet():
-    from bench.pricing import profile
+    from bench.cost.pricing import profile
 
     return profile("claude-sonnet-4-5")
 
@@ -360,7 +360,7 @@ def test_v1_compaction_imports_calls_on_both_sides():
 
 
 def test_v1_session_replays_and_fidelity_pairs_its_compaction(counter):
-    from bench.fidelity import recorded_calls
+    from traces.model import recorded_calls
 
     path = _write([json.dumps(r) for r in V1_SESSION])
     try:

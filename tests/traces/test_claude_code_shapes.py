@@ -209,7 +209,7 @@ def test_synthetic_records_are_not_calls(tmp_path):
 
 def test_a_file_that_begins_with_a_compaction(tmp_path):
     """Its pre-compaction part is in another file: the compaction is kept at message_index 0."""
-    from bench.fidelity import recorded_calls
+    from traces.model import recorded_calls
 
     records = [
         {"type": "permission-mode", "permissionMode": "default", "sessionId": SESSION},

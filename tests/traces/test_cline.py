@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
 from strategies import build
 from tests.traces._fuzz import only_trace_errors
 from traces.formats import cline, detect, read_path

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.tokens.counter import TokenCounter
 from strategies import build
 from traces.formats import codex, detect, read_path
 from traces.model import TraceError, orphans

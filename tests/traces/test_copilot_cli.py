@@ -6,10 +6,9 @@ import json
 
 import pytest
 
-from bench.fidelity import recorded_calls
 from tests.traces.agent_sessions import CopilotLog, copilot_session, write_jsonl
 from traces.formats import copilot_cli, detect, read_path
-from traces.model import TraceError, orphans
+from traces.model import TraceError, orphans, recorded_calls
 
 
 @pytest.fixture()
@@ -104,8 +103,8 @@ def test_sniff():
 
 def test_events_without_usage_import_as_calls_without_usage(tmp_path, counter):
     """A file with no assistant.usage event and no outputTokens (assistant.usage is ephemeral)."""
-    from bench.pricing import profile
-    from bench.replay import ReplayConfig, replay
+    from bench.cost.pricing import profile
+    from bench.replay.loop import ReplayConfig, replay
     from strategies import build
 
     log = CopilotLog()
@@ -229,8 +228,8 @@ def test_the_system_prompt_counts_toward_the_80_percent(tmp_path, counter):
     whose conversation alone stays under it starts a compaction because of its system prompt."""
     from dataclasses import replace
 
-    from bench.pricing import profile
-    from bench.replay import ReplayConfig, replay
+    from bench.cost.pricing import profile
+    from bench.replay.loop import ReplayConfig, replay
     from strategies import build
 
     def run(with_system: bool) -> list[str]:

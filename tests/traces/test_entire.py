@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main
+from bench.cli.main import main
 from traces import entire
 from traces.formats import load
 from traces.model import TraceError

@@ -6,10 +6,9 @@ import json
 
 import pytest
 
-from bench.fidelity import recorded_calls
 from tests.traces.agent_sessions import SNAPSHOT, gemini_checkpoint, gemini_session, write_jsonl
 from traces.formats import detect, gemini_cli, read_path
-from traces.model import TraceError, orphans
+from traces.model import TraceError, orphans, recorded_calls
 
 
 @pytest.fixture()
@@ -123,7 +122,7 @@ def test_sniff_declines_other_formats():
 
 def _unversioned(paths) -> None:
     """Each file imports with version None, and the version table routes it to the current generation."""
-    from bench.fidelity import matching_strategy as for_trace
+    from bench.scoring.fidelity import matching_strategy as for_trace
     from strategies.versions import GENERATIONS, matching_strategy
 
     current = next(g.strategy for g in GENERATIONS if g.agent == "gemini-cli" and g.until is None)

@@ -1,6 +1,6 @@
 """``hf:`` sources are read lazily (issue 13): never more than hf.CHUNK_ROWS rows materialised at once,
 whether the rows come from a parquet file, a folder of parquet files or a ``save_to_disk`` folder, and
-the traces come out of bench.sources one by one, long and short interleaved for the planner."""
+the traces come out of bench.run.sources one by one, long and short interleaved for the planner."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bench import sources
+from bench.run import sources
 from traces.formats import hf
 
 ROWS = 50

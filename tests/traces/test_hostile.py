@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main
+from bench.cli.main import main
 from tests.traces.test_opencode import _db, _session, _storage
 from traces import native
 from traces.formats import claude_code, codex, detect, load

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
 from strategies import build
 from tests.traces._fuzz import only_trace_errors
 from traces.formats import detect, opencode
@@ -272,7 +272,7 @@ def test_the_summary_answer_is_a_summarizer_call_not_the_first_call_after(tmp_pa
     """The compaction agent's answer (``summary: true``) is a summarizer call: the context after a
     compaction is the agent's next request (the recorded 1.4.3 session: 16,303 tokens, not the
     summary call's 98,608)."""
-    from bench.fidelity_command import session as fidelity
+    from bench.cli.fidelity import session as fidelity
 
     export = tmp_path / "export.json"
     raws = _session()

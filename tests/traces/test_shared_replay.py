@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 import strategies
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
-from bench.tokens import TokenCounter
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
+from bench.tokens.counter import TokenCounter
 from traces.formats import load
 from traces.model import orphans
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.pricing import profile
-from bench.replay import ReplayConfig, replay
+from bench.cost.pricing import profile
+from bench.replay.loop import ReplayConfig, replay
 from strategies import build
 from tests.traces._fuzz import only_trace_errors
 from traces.formats import detect, mini_swe_agent, read_path, swe_agent

@@ -9,7 +9,7 @@ from functools import cache
 
 import pytest
 
-from bench.tokens import render
+from bench.tokens.counter import render
 from traces import native
 from traces.calibration import FITTED
 from traces.model import Needle, Trace, orphans
@@ -167,7 +167,7 @@ def test_fact_and_artifact_needles_sit_in_files_of_real_sizes():
 
 def test_needle_ages_span_the_report_buckets(counter):
     """Retention by age needs needles of every age: at the end of the default bench, tokens since each was stated."""
-    edges = (0, 2_000, 8_000, 32_000, 128_000, math.inf)  # bench.probes.AGE_TOKEN_EDGES
+    edges = (0, 2_000, 8_000, 32_000, 128_000, math.inf)  # bench.scoring.probes.AGE_TOKEN_EDGES
     buckets = set()
     for name in DEFAULT_BENCH:
         t = trace_of(name)
@@ -202,10 +202,10 @@ def test_an_update_read_from_a_file_leaves_output_clearing_strategies_stale():
     """The second update's old value is the user's; the new one is in a config file the agent
     reads later. SWE-agent keeps every human message but masks old observations: stale."""
     import strategies
-    from bench.pricing import profile
-    from bench.probes import needle_observer
-    from bench.replay import ReplayConfig, replay
-    from bench.tokens import TokenCounter
+    from bench.cost.pricing import profile
+    from bench.replay.loop import ReplayConfig, replay
+    from bench.scoring.probes import needle_observer
+    from bench.tokens.counter import TokenCounter
 
     t = trace_of("multitask")
     told, read = [n for n in t.needles if n.kind == "update"]

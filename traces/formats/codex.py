@@ -69,7 +69,7 @@ REDACTED = re.compile(r"\[REDACTED_[A-Z_]+ len=(\d+)(?: sha=([0-9a-f]+))?\]")
 FILLER = ("def load_config(path: str) -> dict[str, Any]:\n    data = json.loads(Path(path).read_text())  # see #4127\n"
           "    return {k: v for k, v in data.items() if v is not None}\n")
 """Stands in for redacted text: code-like, 3.2 characters a cl100k token. Calibrated on the recorded
-sessions themselves (bench.fidelity.usage_ratio: the provider's prompt growth between calls over our
+sessions themselves (bench.scoring.fidelity.usage_ratio: the provider's prompt growth between calls over our
 count of the same items): with it the three Codex sessions with enough steps read 0.94-1.10, as
 o200k against cl100k on code should; English filler (lorem ipsum, 6.5 characters a token) read
 1.84-2.12, half the tokens the sessions really had."""

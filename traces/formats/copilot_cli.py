@@ -26,7 +26,7 @@ a trace has one system prompt). ``system.notification`` (a sub-agent finished, .
 model as a user message: the recorded agent's next call acts on it (reads the agent it names); it
 is imported as an injected user message. The context tier (``contextTier`` of ``session.start`` /
 ``session.model_change``: "default" ~200K or "long_context" 1M, changelog 1.0.52 L992 / 1.0.56 L921)
-is kept in ``meta["context_tier"]``, the last one recorded; bench/windows.py windows the session by it.
+is kept in ``meta["context_tier"]``, the last one recorded; bench/cost/windows.py windows the session by it.
 
 ``assistant.usage`` is ephemeral (never persisted), so a response carries only its output tokens
 (``meta["output_tokens"]``); the prompt size is known only at compactions, and a file may hold no

@@ -1,0 +1,6 @@
+"""cli: the `compaction-bench` command (main) and the commands beside it (show, conformance,
+fidelity, perf, perf_scale)."""
+
+from bench.cli.main import main
+
+__all__ = ["main"]

@@ -1,0 +1,273 @@
+"""Per-(trace, strategy) metrics derived from the call and event rows.
+
+Each metric declares its name, unit, direction and one-sentence meaning here, next to its code;
+the printed table, the report's arrows and the README glossary come from ``METRICS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from bench.replay.records import CallRecord, EventRecord, TaskResult, columns
+from bench.replay.validity import EVENT_KIND as INVALID
+from bench.scoring.metric import Metric
+
+COMPACTION_KINDS = ("summarize", "handoff")
+BASELINE = "none"
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("calls", "calls", None, "Agent model calls replayed (summarizer calls not included)."),
+    Metric("input_tokens", "tokens", True,
+           "Prompt tokens billed over the run: every agent call plus every summarizer call (truth tokenizer)."),
+    Metric("saving_vs_none", "fraction", False,
+           "1 − input_tokens / input_tokens of `none` on the same trace; "
+           "negative means more tokens than never compacting."),
+    Metric("peak_context", "tokens", True, "Largest prompt sent in one agent call."),
+    Metric("mean_context", "tokens", True, "Mean prompt size over the agent calls."),
+    Metric("compactions", "count", None, "Summarize and handoff events (LLM-backed rewrites of the history)."),
+    Metric("events", "count", None, "All strategy events (prune, truncate, mask, drop, dedup, summarize, ...)."),
+    Metric("overflows", "calls", True,
+           "Agent calls whose prompt still did not fit the model's window after the strategy's reactive path."),
+    Metric("invalid_requests", "calls", True,
+           "Agent calls whose request the API would reject (a tool result without its call or a call without "
+           "its result, a reused tool id, an empty message): recorded, with an `invalid` event saying why."),
+    Metric("cost", "USD", True,
+           "Dollars with the prompt cache (reads, 5-min writes, uncached input, output, summarizer calls)."),
+    Metric("cost_no_cache", "USD", True, "Dollars had every prompt token been billed at the plain input rate."),
+    Metric("cache_hit_rate", "fraction", False, "Share of prompt tokens read from the prompt cache."),
+    Metric("prefix_breaks", "calls", True,
+           "Agent calls that re-used less of the cached prefix than the previous request had written."),
+    Metric("summarizer_cost_share", "fraction", True, "Share of `cost` spent on summarizer calls."),
+    Metric("retention", "fraction", False,
+           "Share of needles (planted, or derived from a real trace) whose answer is verbatim in the last "
+           "request sent; never-stated control needles excluded."),
+    Metric("compaction_retention", "fraction", False,
+           "Share of the needles already stated that were verbatim in the context right after each compaction, "
+           "pooled over the compactions (empty when the strategy never compacted on the trace): what a summary "
+           "or a cut kept, where `retention` is often saved by a needle that is still in the recent tail."),
+    Metric("llm_recall", "fraction", False,
+           "With `--probe anthropic`: share of stated needles a real model answered correctly from the last "
+           "request sent (empty otherwise); the gap to `retention` is what is present but not recalled."),
+    Metric("unseen_references", "calls", True,
+           "Recorded tool calls that named a file, or quoted text to edit, that the session had shown but the "
+           "context sent no longer held: a live agent would have had to look again (a re-read proxy; 0 for `none`)."),
+    Metric("cliff_round", "round", False,
+           "First compaction round after which retention fell below 50% (empty: it never did)."),
+    Metric("false_positive_rate", "fraction", True,
+           "Share of never-stated control needles found in the context anyway (should be 0)."),
+    Metric("estimate_ratio", "ratio", None,
+           "Median of the strategy's own token estimate over the truth when it acted; under 1 it under-counts "
+           "and fires later than it believes."),
+    Metric("hidden_overflows", "calls", True,
+           "Agent calls the strategy's estimate said fit the window while the truth did not."),
+    Metric("fidelity_call_delta", "calls", None,
+           "For a real trace with a recorded compaction and the matching strategy, replayed on provider counts: "
+           "replayed minus recorded call of the first automatic compaction (0 = fired where the real agent did)."),
+    Metric("false_economy", "flag", True,
+           "Bills fewer input tokens than `none` on the same trace but costs more dollars "
+           "(the prompt cache was broken)."),
+)
+METRIC_BY_NAME = {m.name: m for m in METRICS}
+
+
+def frames(results: Iterable[TaskResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(calls, events) as DataFrames from the raw records (flat columns, no deep copies)."""
+    results = list(results)
+    calls = _frame([c for r in results for c in r.calls], CallRecord)
+    events = _frame([e for r in results for e in r.events], EventRecord)
+    if calls.empty:
+        calls = pd.DataFrame(columns=["trace", "strategy", "call", "kind", "prompt_tokens", "cost"])
+    if events.empty:
+        events = pd.DataFrame(columns=["trace", "strategy", "call", "kind"])
+    return calls, events
+
+
+def _frame(records: list, cls: type) -> pd.DataFrame:
+    return pd.DataFrame(columns(records, cls)) if records else pd.DataFrame()
+
+
+FIDELITY_COLUMNS = ("recorded_call", "replayed_call", "call_delta", "recorded_pre_tokens", "recorded_pre_truth",
+                    "replayed_pre_tokens", "recorded_post_tokens", "replayed_post_tokens")
+"""bench.scoring.fidelity's columns for the first recorded automatic compaction
+(bench.scoring.fidelity.first_automatic), prefixed ``fidelity_`` in results.csv: ``recorded_pre_tokens``
+is the provider's count, the others our tokenizer's (see ``fidelity_rows``)."""
+
+
+def _sum(values: list) -> float:
+    """A float column's total as pandas takes it (numpy's pairwise summation; Python's ``sum``
+    adds left to right and can differ in the last bit), so results.csv stays byte-identical."""
+    return float(np.asarray(values, dtype=np.float64).sum()) if values else 0.0
+
+
+def _chained(events: list[EventRecord]) -> list[bool]:
+    """``bench.scoring.economics.chained`` on one task's events, without a frame: an event continues the
+    previous one's outcome (same call, hook and estimate; it starts where that one ended)."""
+    out = [False] * len(events)
+    for i in range(1, len(events)):
+        a, b = events[i - 1], events[i]
+        out[i] = (b.trace == a.trace and b.strategy == a.strategy and b.call == a.call and b.hook == a.hook
+                  and b.estimate_before == a.estimate_before and b.tokens_before == a.tokens_after)
+    return out
+
+
+def _scores(r: TaskResult, agent: list[CallRecord], events: list[EventRecord], window: int | None
+            ) -> dict[str, object]:
+    """Retention, estimator and fidelity columns of one task (empty values where they do not apply)."""
+    from bench.scoring.probes import cliff_rounds, false_positive_rate, probe_scores, retention
+
+    out: dict[str, object] = {"retention": np.nan, "compaction_retention": np.nan, "llm_recall": np.nan,
+                              "cliff_round": pd.NA, "false_positive_rate": np.nan}
+    probes = pd.DataFrame()
+    if r.probes and not any("llm_recalled" in p for p in r.probes):  # one pass, no frames
+        out.update(probe_scores(r.probes))
+        out["cliff_round"] = pd.NA if out["cliff_round"] is None else out["cliff_round"]
+    elif r.probes:
+        probes = pd.DataFrame(r.probes)
+    if not probes.empty:
+        ret = retention(probes)
+        out["retention"] = float(ret.retention.iloc[0]) if len(ret) else np.nan
+        if "llm_recalled" in probes:
+            asked = probes[(probes.moment == "end") & (probes.needle_kind != "control")].llm_recalled.dropna()
+            out["llm_recall"] = float(asked.astype(bool).mean()) if len(asked) else np.nan
+        cliff = cliff_rounds(probes)
+        out["cliff_round"] = cliff.cliff_round.iloc[0] if len(cliff) else pd.NA
+        after = probes[(probes.moment == "compaction") & (probes.needle_kind != "control")]
+        after = after[after["round"].notna() & after.retained.notna()] if "round" in after else after.iloc[:0]
+        out["compaction_retention"] = float(after.retained.astype(bool).mean()) if len(after) else np.nan
+        fpr = false_positive_rate(probes)
+        out["false_positive_rate"] = float(fpr.false_positive_rate.iloc[0]) if len(fpr) else np.nan
+    acted = [e for e, chained in zip(events, _chained(events), strict=True) if e.tokens_before > 0 and not chained]
+    if acted:  # int64 / int64 then the median, as pandas computed it from the frame
+        ratios = (np.asarray([e.estimate_before for e in acted], dtype=np.int64)
+                  / np.asarray([e.tokens_before for e in acted], dtype=np.int64))
+        out["estimate_ratio"] = float(np.nanmedian(ratios))
+    else:
+        out["estimate_ratio"] = np.nan
+    out["hidden_overflows"] = sum(1 for c in agent if c.estimate_tokens + c.output_tokens <= window
+                                  < c.prompt_tokens + c.output_tokens) if window else 0
+    from bench.scoring.fidelity import first_automatic  # here: the report reads metrics without loading the replay
+
+    first = first_automatic(r.fidelity or [])
+    for col in FIDELITY_COLUMNS:
+        out[f"fidelity_{col}"] = first.get(col)
+    return out
+
+
+def task_row(r: TaskResult, window: int | None = None) -> dict[str, object]:
+    """One task's metrics from its own rows (run in the worker: no scan of other tasks' rows).
+
+    Straight from the records, no frame (a frame per task cost ~12 ms, as much as some replays);
+    float totals and means are taken with numpy as pandas took them, so the values are the same
+    to the bit. Missing values are None or NaN (never ``pd.NA``), so the row stores as is in Parquet.
+    """
+    calls = r.calls
+    agent = [c for c in calls if c.kind == "agent"]
+    events = [x for x in r.events if x.kind != INVALID]  # the replay's flag, not an action
+    prompt = sum(c.prompt_tokens for c in calls)
+    cost = _sum([c.cost for c in calls])
+    agent_prompts = [c.prompt_tokens for c in agent]
+    row = {
+        "trace": r.trace,
+        "strategy": r.strategy,
+        "calls": len(agent),
+        "input_tokens": prompt,
+        "peak_context": max(agent_prompts) if agent else 0,
+        "mean_context": float(np.asarray(agent_prompts, dtype=np.int64).sum(dtype=np.float64) / len(agent))
+        if agent else 0.0,
+        "compactions": sum(1 for e in events if e.kind in COMPACTION_KINDS),
+        "events": len(events),
+        "overflows": sum(1 for c in agent if c.overflow),
+        "invalid_requests": sum(1 for c in agent if c.invalid > 0),
+        "cost": cost,
+        "cost_no_cache": _sum([c.cost_no_cache for c in calls]),
+        "cache_hit_rate": sum(c.cache_read for c in calls) / prompt if prompt else 0.0,
+        "prefix_breaks": sum(1 for c in agent if c.prefix_break),
+        "unseen_references": sum(c.unseen_refs for c in agent),
+        "summarizer_cost_share": _sum([c.cost for c in calls if c.kind == "summarizer"]) / cost if cost else 0.0,
+        "failed": r.failed or "",
+        "error": r.error or "",
+        **_scores(r, agent, events, window),
+    }
+    if row["cliff_round"] is pd.NA:
+        row["cliff_round"] = None
+    elif row["cliff_round"] is not None:
+        row["cliff_round"] = int(row["cliff_round"])
+    return row
+
+
+NULLABLE_INT = ("cliff_round",)
+"""Integer columns that may be empty: kept integers (``Int64``) whatever the storage did to them."""
+
+
+def finish_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Task rows (``task_row``) → the results table: the paired columns against ``none``, in order.
+
+    Linear in tasks: one lookup of each trace's baseline, no per-task filtering.
+    """
+    table = rows.reset_index(drop=True)
+    if table.empty:
+        return table
+    for col in NULLABLE_INT:  # ints and pd.NA in an object column, as a frame of task rows has them
+        table[col] = pd.Series([pd.NA if v is None or pd.isna(v) else int(v) for v in table[col]],
+                               index=table.index, dtype=object)
+    base = table[table.strategy == BASELINE].drop_duplicates("trace", keep="last").set_index("trace")
+    none_tokens = table.trace.map(base.input_tokens) if len(base) else pd.Series(np.nan, index=table.index)
+    none_cost = table.trace.map(base.cost) if len(base) else pd.Series(np.nan, index=table.index)
+    table["saving_vs_none"] = 1 - table.input_tokens / none_tokens
+    table["false_economy"] = (table.input_tokens < none_tokens) & (table.cost > none_cost)
+    fidelity = [f"fidelity_{c}" for c in FIDELITY_COLUMNS if c != "call_delta"]
+    return table[["trace", "strategy", *(m.name for m in METRICS), *fidelity, "failed", "error"]]
+
+
+def results_table(results: Iterable[TaskResult], *, window: int | None = None) -> pd.DataFrame:
+    """One row per (trace, strategy) with every metric in METRICS (``window`` for hidden overflows)."""
+    return finish_table(pd.DataFrame([task_row(r, window) for r in results]))
+
+
+def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
+    """Totals over traces per strategy (the printed table), sorted by cost."""
+    if table.empty:
+        return table
+    # A task that raised has no numbers (zero calls, $0.00): it is counted under `errors`, never summed,
+    # and a strategy with any errored task sorts after every other one, never first.
+    errored = table.error.fillna("").astype(str) != "" if "error" in table else pd.Series(False, index=table.index)
+    errors = errored.groupby(table.strategy).sum()
+    all_strategies = errors.index
+    table = table[~errored]
+    g = table.groupby("strategy")
+    out = pd.DataFrame({
+        "traces": g.size(),
+        "calls": g.calls.sum(),
+        "input_tokens": g.input_tokens.sum(),
+        "peak_context": g.peak_context.max(),
+        "compactions": g.compactions.sum(),
+        "overflows": g.overflows.sum(),
+        "cost": g.cost.sum(),
+        "cost_no_cache": g.cost_no_cache.sum(),
+        "false_economy": g.false_economy.sum(),
+        "unseen_references": g.unseen_references.sum(),
+        "retention": g.retention.mean(),
+        "compaction_retention": g.compaction_retention.mean(),
+    })
+    if table.llm_recall.notna().any():
+        out["llm_recall"] = g.llm_recall.mean()
+    if "invalid_requests" in table and table.invalid_requests.any():  # only when there are some
+        out["invalid_requests"] = g.invalid_requests.sum()
+    if BASELINE in out.index:
+        out["saving_vs_none"] = 1 - out.input_tokens / out.loc[BASELINE, "input_tokens"]
+    out = out.reindex(all_strategies)
+    out["errors"] = errors.astype(int)
+    out.index.name = "strategy"
+    return out.assign(_failed=out.errors > 0).sort_values(["_failed", "cost"]).drop(columns="_failed").reset_index()
+
+
+def glossary() -> str:
+    """The metric glossary as a Markdown table (for the README and the report)."""
+    arrow = {True: "lower", False: "higher", None: "—"}
+    lines = ["| metric | unit | better | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{m.name}` | {m.unit} | {arrow[m.lower_is_better]} | {m.description} |" for m in METRICS]
+    return "\n".join(lines)

