@@ -398,16 +398,6 @@ class FiveLayer(Strategy):
         return ctx.replace(sent)
 
 
-def __getattr__(name: str) -> object:
-    """``strategies.layered.ClaudeCode`` (its home is strategies/claude_code.py; imported on use,
-    as that module builds on this one)."""
-    if name == "ClaudeCode":
-        from strategies.claude_code import ClaudeCode
-
-        return ClaudeCode
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _block_id(b: object) -> str | None:
     if isinstance(b, ToolUse):
         return b.id

@@ -13,7 +13,8 @@ from bench.context.session import Session
 from bench.cost.pricing import profile
 from bench.replay.loop import ReplayConfig, replay
 from bench.summarizers.extractive import ExtractiveSummarizer
-from strategies.layered import CLEARED, SUMMARY_SECTIONS, ClaudeCode, FiveLayer
+from strategies.claude_code import ClaudeCode
+from strategies.layered import CLEARED, SUMMARY_SECTIONS, FiveLayer
 from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans
 
 W = " abc"  # one cl100k token per 4 chars, so chars/4 estimate ≈ truth
