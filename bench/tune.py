@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -50,6 +50,9 @@ from bench.verdict import (
     trace_weights,
     weighting_text,
 )
+
+if TYPE_CHECKING:
+    from bench.runner import RunConfig
 
 HELD_OUT = 0.5
 """The default share of traces held out: half, so both the choice and its score rest on as many traces."""
@@ -413,7 +416,7 @@ def _score(result: SearchResult, train_rows: pd.DataFrame, held_rows: pd.DataFra
     return replace(result, train=train, held_out=held, gap=gap, neighbours=tuple(neighbours))
 
 
-def tune(config: Any, *, held_out: float = HELD_OUT, split_seed: int = 0, resamples: int = stats.DEFAULT_B,
+def tune(config: RunConfig, *, held_out: float = HELD_OUT, split_seed: int = 0, resamples: int = stats.DEFAULT_B,
          progress: bool = True) -> Tuning:
     """Tune every strategy of ``config.strategies`` (a bench.runner.RunConfig): one ordinary run of
     every setting on every trace (bench.runner.run), a split of the traces, the choice on the
@@ -457,6 +460,9 @@ def write(tuning: Tuning) -> tuple[Path, Path]:
     atomic_write(json_path, json.dumps(data, indent=2, default=_jsonable) + "\n")
     frames = [r.settings for r in tuning.results]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    params = [c for c in table.columns if str(c).startswith("param:")]
+    table = table[[c for c in table.columns if c in ("strategy", "spec")] + params
+                  + [c for c in table.columns if c not in ("strategy", "spec", *params)]]
     buffer = io.StringIO()
     table.to_csv(buffer, index=False, quoting=csv.QUOTE_MINIMAL)
     atomic_write(csv_path, buffer.getvalue())
@@ -612,7 +618,7 @@ def _format_search(r: SearchResult) -> list[str]:
                      f"{_fmt('cost', row.held_out_cost):>8} {_fmt('retention', row.held_out_retention):>9} "
                      f"{_fmt('overflows', row.held_out_overflows):>9}  {', '.join(marks)}".rstrip())
     if r.chosen is None:
-        lines.append(f"  nothing to ship: on the training traces, {r.train_verdict.sentence}")
+        lines.append(f"  nothing to ship: on the training traces: {r.train_verdict.sentence}")
         return lines
     t, h = r.train, r.held_out
     lines.append(f"  ship: {r.chosen}")
