@@ -29,6 +29,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,11 +94,15 @@ class Search:
         keys = list(self.grid)
         return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*self.grid.values())]
 
+    @cached_property
+    def _by_label(self) -> dict[str, dict[str, Any]]:
+        return {self.spec(s).label: s for s in self.settings()}
+
     def labels(self) -> list[str]:
-        return [self.spec(s).label for s in self.settings()]
+        return list(self._by_label)
 
     def setting_of(self, label: str) -> dict[str, Any]:
-        return next(s for s in self.settings() if self.spec(s).label == label)
+        return dict(self._by_label[label])
 
     def short(self, label: str) -> str:
         """The tuned part of a setting's label: ``limit_fraction=0.5``."""
@@ -431,7 +436,7 @@ def tune(config: RunConfig, *, held_out: float = HELD_OUT, split_seed: int = 0, 
         raise TuneError(f"--held-out {held_out!r}: the share of traces held out must be between 0 and 1")
     check_objective(config.objective)
     check_weight(config.weight)
-    texts = [t for s in config.strategies for t in s.split()]
+    texts = list(dict.fromkeys(t for s in config.strategies for t in s.split()))
     searches = [search_space(t) for t in texts]
     labels = list(dict.fromkeys(label for s in searches for label in s.labels()))
     if _needs_baseline(config.objective):
