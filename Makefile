@@ -24,11 +24,11 @@ bench: setup
 bench-real: setup
 	$(BIN)/compaction-bench run --traces ../shared/traces --model recorded --name real
 
-# A threshold sweep: `|` lists the values to try; override with make tune TUNE="...".
-TUNE ?= none 'codex@limit_fraction=0.5|0.7|0.9' 'anthropic-clear-tool-uses@trigger=60000|100000|150000' \
-        'observation-masking@n=5|10|20'
+# Thresholds chosen on half the sessions and scored on the other half (bench/tune.py): each strategy's
+# declared grid, or the values `|` lists; override with make tune TUNE="codex 'observation-masking@n=4|8'".
+TUNE ?= codex anthropic-clear-tool-uses observation-masking
 tune: setup
-	$(BIN)/compaction-bench run --name tune --strategies $(TUNE)
+	$(BIN)/compaction-bench tune --seeds 4 --strategies $(TUNE)
 
 test: setup
 	$(BIN)/python -m pytest -q -n 2 -m "not slow"

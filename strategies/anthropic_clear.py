@@ -38,6 +38,9 @@ class AnthropicClearToolUses(Strategy):
 
     name = "anthropic-clear-tool-uses"
     citation = "Anthropic API context editing, clear_tool_uses_20250919 (beta context-management-2025-06-27)"
+    tuning = {"trigger": (50_000, 75_000, 100_000, 125_000, 150_000)}
+    """Around the documented 100,000: above 150,000 one large tool result can overflow a 200K window before the
+    next check; below 50,000 clearing (which rewrites the cached prefix) comes every few calls."""
 
     estimator: str = "truth"
     trigger_type: str = "input_tokens"

@@ -112,6 +112,9 @@ class Codex(Strategy):
 
     ranges = {"limit_fraction": FRACTION, "effective_window_percent": Range(0, 100, lo_open=True)}
     """A share of the window; effective_context_window_percent is a percent (ModelInfo, openai_models.rs)."""
+    tuning = {"limit_fraction": (0.5, 0.6, 0.7, 0.8, 0.9)}
+    """Up to 0.9, Codex's own limit and the most a configured one gets (see limit_fraction); below half the
+    window a compacted history (summary + 20,000 tokens of user messages) re-crosses it within a few calls."""
 
     estimator: str = "bytes/4"
     limit_fraction: float | None = 0.9

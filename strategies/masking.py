@@ -47,6 +47,9 @@ class ObservationMasking(LastNObservations):
 
     name = "observation-masking"
     citation = f"The Complexity Trap (arXiv 2508.21433); {REPO} LastNObservations n=10"
+    tuning = {"n": (3, 5, 10, 15, 20)}
+    """From 3 (below, the agent loses outputs it is still acting on) through SWE-agent's 5 and the paper's 10 to
+    20, where the README measured masking dearer than never compacting: the moving window breaks the cache."""
 
     n: int = 10
 

@@ -148,6 +148,9 @@ class OpenCode(Strategy):
 
     ranges = {"prune_protect": COUNT, "prune_minimum": COUNT, "tail_fraction": FRACTION}
     """PRUNE_PROTECT / PRUNE_MINIMUM are token counts (compaction.ts); the tail is a share of the usable window."""
+    tuning = {"prune_protect": (20_000, 30_000, 40_000, 60_000, 80_000)}
+    """Around PRUNE_PROTECT's 40,000: the baseagent:long-tasks / complex-tasks presets ship 30,000 and 60,000;
+    at 80,000 protected output is 40% of a 200K window, past which pruning frees little."""
 
     estimator: str = "chars/4"
     generation: str = "classic"

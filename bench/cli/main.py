@@ -273,6 +273,26 @@ OBJECTIVE_HELP = ("what to recommend (verdict.json, the report's first sentence)
                   "any replay (default: %(default)s = overflows=0,retention>=best,min-cost)")
 
 
+TUNE_EXAMPLES = """examples:
+  compaction-bench tune --strategies codex --seeds 4
+      Codex's limit_fraction over the grid it declares, on 20 synthetic sessions: half choose, half score
+  compaction-bench tune --strategies 'observation-masking@n=4|8|12' --traces ../shared/traces --held-out 0.3
+"""
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from bench.sources import NOTES_FILE
+    from bench.tune import TUNE_CSV, TUNE_JSON, format_tuning, tune
+
+    tuning = tune(_config(args), held_out=args.held_out, split_seed=args.split_seed, progress=not args.quiet)
+    _print_notes(tuning.notes, tuning.run_dir / NOTES_FILE)
+    print(format_tuning(tuning))
+    print(f"\nevery setting on both parts: {tuning.run_dir}/{TUNE_CSV}\nthe choices, the split and the sensitivity: "
+          f"{tuning.run_dir}/{TUNE_JSON}\n(the whole run, in-sample: compaction-bench report {tuning.run_dir})")
+    _print_errors(tuning.errors)
+    return 1 if tuning.errors else 0
+
+
 def _show(args: argparse.Namespace) -> int:
     from bench.cli.show import context_at, format_diff, format_shown
 
@@ -362,6 +382,20 @@ def parser() -> argparse.ArgumentParser:
                         help="count a run's tasks and estimate its time and output size (a short calibration)")
     pl.add_argument("--sample", type=int, default=2, help="traces replayed to calibrate (default 2)")
     pl.set_defaults(fn=_plan)
+
+    tu = sub.add_parser("tune", parents=[r], add_help=False, conflict_handler="resolve", formatter_class=DefaultsHelp,
+                        help="tune a strategy's thresholds: choose on some traces, score the choice on the others",
+                        epilog=TUNE_EXAMPLES)
+    tu.add_argument("--strategies", nargs="+", metavar="SPEC", required=True,
+                    help="the strategies to tune: a name searches the grid it declares (`tuning`), "
+                         "name@key=v1|v2 the values given, name@key=v fixes a parameter")
+    tu.add_argument("--name", default="tune", help="run name: results go to OUT/NAME/ (with tune.json, tune.csv)")
+    tu.add_argument("--held-out", type=float, default=0.5, metavar="SHARE",
+                    help="share of the traces held out to score the choice (stratified by scenario or agent)")
+    tu.add_argument("--split-seed", type=int, default=0, help="the seed of the training / held-out split")
+    tu.add_argument("--no-report", action="store_true", help=argparse.SUPPRESS)  # tune writes no report.html
+    tu.add_argument("--self-contained", action="store_true", help=argparse.SUPPRESS)
+    tu.set_defaults(fn=_tune)
 
     ex = sub.add_parser("export", help="write calls.csv, events.jsonl, ... of a run from its Parquet store")
     ex.add_argument("run_dir")
