@@ -24,7 +24,7 @@ bench: setup
 bench-real: setup
 	$(BIN)/compaction-bench run --traces ../shared/traces --model recorded --name real
 
-# Thresholds chosen on half the sessions and scored on the other half (bench/tune.py): each strategy's
+# Thresholds chosen on half the sessions and scored on the other half (bench/run/tune.py): each strategy's
 # declared grid, or the values `|` lists; override with make tune TUNE="codex 'observation-masking@n=4|8'".
 TUNE ?= codex anthropic-clear-tool-uses observation-masking
 tune: setup

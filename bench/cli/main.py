@@ -281,8 +281,8 @@ TUNE_EXAMPLES = """examples:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from bench.sources import NOTES_FILE
-    from bench.tune import TUNE_CSV, TUNE_JSON, format_tuning, tune
+    from bench.run.sources import NOTES_FILE
+    from bench.run.tune import TUNE_CSV, TUNE_JSON, format_tuning, tune
 
     tuning = tune(_config(args), held_out=args.held_out, split_seed=args.split_seed, progress=not args.quiet)
     _print_notes(tuning.notes, tuning.run_dir / NOTES_FILE)

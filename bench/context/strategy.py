@@ -141,7 +141,7 @@ class Strategy:
     generic rule of ``strategies.check_params`` (finite; a share of the window in (0, 1]; any other
     number in [0, 2^53))."""
     tuning: ClassVar[Mapping[str, tuple[float, ...]]] = {}
-    """The values ``compaction-bench tune`` tries for each parameter worth tuning (bench.tune), in order,
+    """The values ``compaction-bench tune`` tries for each parameter worth tuning (bench.run.tune), in order,
     each inside its range and the default among them; the strategy says why those bounds beside them."""
 
     estimator: str = "chars/4"

@@ -1,7 +1,7 @@
 """`compaction-bench tune`: the setting is chosen on training traces and scored on held-out ones.
 
 Constructed results tables (no replay) prove the split and the scoring; one small end-to-end run of
-the command on tiny synthetic sessions proves the wiring (bench.runner.run, tune.json, tune.csv).
+the command on tiny synthetic sessions proves the wiring (bench.run.runner.run, tune.json, tune.csv).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 import strategies
-from bench import tune as tn
-from bench.cli import main
+from bench.cli.main import main
+from bench.run import tune as tn
 
 REPO = Path(__file__).resolve().parents[2]
 GRID = "codex@limit_fraction=0.5|0.7|0.9"

@@ -3,13 +3,13 @@
 Stage: decide. A sweep that picks the best setting on the traces it then reports on flatters its
 choice: with a handful of traces, the setting that happened to suit them looks better than it is.
 ``tune`` runs every setting of a grid on every trace as ordinary tasks of one run
-(bench.runner.run: resumable, stored, exported like any other), then splits the traces in two,
+(bench.run.runner.run: resumable, stored, exported like any other), then splits the traces in two,
 deterministically by seed and stratified by scenario (agent, on real sessions):
 
 - the *training* part chooses the setting, with the objective the verdict uses
-  (bench.verdict.decide, default ``overflows=0,retention>=best,min-cost``);
+  (bench.decide.verdict.decide, default ``overflows=0,retention>=best,min-cost``);
 - the *held-out* part, which played no part in the choice, scores it: its per-trace means with
-  bootstrap intervals (bench.stats), beside the setting the held-out part would have chosen
+  bootstrap intervals (bench.scoring.stats), beside the setting the held-out part would have chosen
   itself. The paired difference between the two is how much the choice fits its sample.
 
 The grid is what each strategy declares in ``tuning`` (values inside its ``ranges``, with the why
@@ -37,8 +37,7 @@ import numpy as np
 import pandas as pd
 
 import strategies
-from bench import stats
-from bench.verdict import (
+from bench.decide.verdict import (
     BASELINE,
     Verdict,
     _fmt,
@@ -51,16 +50,17 @@ from bench.verdict import (
     trace_weights,
     weighting_text,
 )
+from bench.scoring import stats
 
 if TYPE_CHECKING:
-    from bench.runner import RunConfig
+    from bench.run.runner import RunConfig
 
 HELD_OUT = 0.5
 """The default share of traces held out: half, so both the choice and its score rest on as many traces."""
 TUNE_JSON = "tune.json"
 TUNE_CSV = "tune.csv"
 WIDTH = 120
-"""Console columns (bench.runner.CONSOLE_WIDTH)."""
+"""Console columns (bench.run.runner.CONSOLE_WIDTH)."""
 
 
 class TuneError(ValueError):
@@ -220,7 +220,7 @@ class Interval:
 def mean_interval(rows: pd.DataFrame, metric: str, *, weights: pd.Series | None = None,
                   resamples: int = stats.DEFAULT_B, seed: int = 0) -> Interval:
     """The mean of ``metric`` over the traces of ``rows`` (one strategy's) with a percentile bootstrap
-    interval; ``weights`` (per trace id, bench.verdict.trace_weights) make it a weighted mean.
+    interval; ``weights`` (per trace id, bench.decide.verdict.trace_weights) make it a weighted mean.
 
     It resamples traces exactly as the verdict's paired comparisons do (stats.paired_bootstrap, here
     of the values against zero), so an interval here and a difference there are on the same footing.
@@ -423,11 +423,11 @@ def _score(result: SearchResult, train_rows: pd.DataFrame, held_rows: pd.DataFra
 
 def tune(config: RunConfig, *, held_out: float = HELD_OUT, split_seed: int = 0, resamples: int = stats.DEFAULT_B,
          progress: bool = True) -> Tuning:
-    """Tune every strategy of ``config.strategies`` (a bench.runner.RunConfig): one ordinary run of
-    every setting on every trace (bench.runner.run), a split of the traces, the choice on the
+    """Tune every strategy of ``config.strategies`` (a bench.run.runner.RunConfig): one ordinary run of
+    every setting on every trace (bench.run.runner.run), a split of the traces, the choice on the
     training part and its score on the held-out part; writes tune.json and tune.csv to the run folder.
     """
-    from bench.runner import run
+    from bench.run.runner import run
 
     if not config.strategies:
         raise TuneError("tune: name the strategies to tune with --strategies (e.g. codex, or "
@@ -458,7 +458,7 @@ def tune(config: RunConfig, *, held_out: float = HELD_OUT, split_seed: int = 0, 
 def write(tuning: Tuning) -> tuple[Path, Path]:
     """tune.json (the choices, their held-out figures, the gap, the sensitivity and the split) and tune.csv
     (one row per setting and strategy, both parts' figures)."""
-    from bench.store import atomic_write
+    from bench.run.store import atomic_write
 
     data = to_dict(tuning)
     json_path, csv_path = tuning.run_dir / TUNE_JSON, tuning.run_dir / TUNE_CSV
