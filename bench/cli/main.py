@@ -397,8 +397,12 @@ def parser() -> argparse.ArgumentParser:
     tu.add_argument("--self-contained", action="store_true", help=argparse.SUPPRESS)
     tu.set_defaults(fn=_tune)
 
-    ex = sub.add_parser("export", help="write calls.csv, events.jsonl, ... of a run from its Parquet store")
-    ex.add_argument("run_dir")
+    ex = sub.add_parser("export", help="write calls.csv, events.jsonl, ... of a run from its Parquet store",
+                        description="Write a finished run's tables as CSV / JSONL beside its Parquet task store "
+                                    "(calls.csv, events.jsonl, summaries.jsonl, probes.csv, fidelity.csv, ledger.csv, "
+                                    "as far as the run kept them), for runs that skipped them (--csv no, or over "
+                                    "5,000 tasks). Prints each file written.")
+    ex.add_argument("run_dir", help="a finished run folder (out/NAME), the one holding run.json and data/")
     ex.set_defaults(fn=_export)
 
     mg = sub.add_parser("merge", help="join the outputs of shard runs (--shard i/N) into one run folder")
@@ -406,14 +410,20 @@ def parser() -> argparse.ArgumentParser:
     mg.add_argument("--out", required=True, help="the merged run folder")
     mg.set_defaults(fn=_merge)
 
-    ls = sub.add_parser("list", help="list strategies, models or scenarios")
+    ls = sub.add_parser("list", help="list strategies, models, scenarios or formats")
     ls.add_argument("what", choices=("strategies", "models", "scenarios", "formats"))
     ls.set_defaults(fn=_list)
 
-    im = sub.add_parser("import", help="convert agent session logs to the native format")
+    im = sub.add_parser("import", help="convert agent session logs to the native format",
+                        description="Read agent session logs in any known format (`compaction-bench list formats`) "
+                                    "and write each trace as one native JSONL file; prints a line per trace.")
     im.add_argument("files", nargs="+", help="files, folders, globs, hf:owner/name or entire:REPO")
-    im.add_argument("--out", required=True)
-    im.add_argument("--lenient", action="store_true")
+    im.add_argument("--out", required=True, metavar="DIR",
+                    help="folder for the native files, one per trace (created if missing; a trace already there "
+                         "is replaced); files no importer claims are listed in DIR/.import_notes.txt")
+    im.add_argument("--lenient", action="store_true",
+                    help="skip bad records (and replace invalid text) and count them, instead of stopping at the "
+                         "first with an error naming its file and line")
     im.set_defaults(fn=_import)
 
     rp = sub.add_parser("report", help="render report.html and PNG charts for a finished run")
@@ -423,10 +433,11 @@ def parser() -> argparse.ArgumentParser:
     rp.set_defaults(fn=_report)
 
     sh = sub.add_parser("show", help="the context a strategy sent at one call (replays that one task again)",
-                        epilog="example: compaction-bench show out/bench --trace short-0 --strategy codex --call 12 "
-                               "--diff opencode")
+                        epilog="example (after make bench): compaction-bench show out/bench "
+                               "--trace synthetic/long/seed0 --strategy codex --call 139 --diff opencode")
     sh.add_argument("run_dir")
-    sh.add_argument("--trace", required=True, help="trace id, as in the report's per-trace tables")
+    sh.add_argument("--trace", required=True,
+                    help="trace id: the trace column of results.csv (synthetic/<scenario>/seed<N> for the scenarios)")
     sh.add_argument("--strategy", required=True, help="strategy label, as in the report")
     sh.add_argument("--call", type=int, required=True, help="agent call index (the x axis of context_over_calls)")
     sh.add_argument("--diff", metavar="STRATEGY2", help="show what STRATEGY2 sent differently at the same call")
