@@ -1,4 +1,4 @@
-"""The five-layer escalating defense (Claude Code's configuration of it: strategies/claude_code.py).
+"""The five-layer escalating defense (Claude Code's configuration of it: strategies/claude_code/).
 
 Layers, cheapest first; each runs at most once per call and only if the one before left the
 context over its own threshold: L1 persist large tool results to disk (a pointer stays), L2
@@ -402,7 +402,7 @@ class FiveLayer(Strategy):
 
 
 def __getattr__(name: str) -> object:
-    """``strategies.layered.ClaudeCode`` (its home is strategies/claude_code.py; imported on use,
+    """``strategies.layered.ClaudeCode`` (its home is the strategies/claude_code package; imported on use,
     as that module builds on this one)."""
     if name == "ClaudeCode":
         from strategies.claude_code import ClaudeCode

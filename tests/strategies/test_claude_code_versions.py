@@ -1,4 +1,4 @@
-"""Claude Code's generations (strategies/claude_code.py): each rule on a hand-built session that
+"""Claude Code's generations (strategies/claude_code/): each rule on a hand-built session that
 fails without it, and the recorded sessions as a check (not a fit)."""
 
 from __future__ import annotations
