@@ -104,3 +104,5 @@ class ClaudeCode(Rules21):
     restore_skills_total: int = 25_000
     restore_todos: bool = True
     restore_plan: bool = True
+    honour_microcompact: bool = True
+    """Clear the tool outputs the transcript records Claude Code clearing (``microcompact``)."""

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bench.context import Context
 from strategies._tools import text_user
 from strategies.base import Outcome
 from strategies.claude_code.common import _FileKnowledge, _numbered
+from strategies.claude_code.microcompact import recorded_microcompact
 from strategies.layered import FiveLayer
 from traces.model import Message
 
@@ -55,6 +57,15 @@ class Rules10(FiveLayer):
     def on_tool_result(self, ctx: Context, session: Session) -> Outcome | None:
         return None  # the file-state cache is rebuilt from the history when compacting
 
+
+    def before_call(self, ctx: Context, session: Session) -> Outcome | None:
+        """A microcompact the transcript records runs first (``microcompact``), then the checks."""
+        done = recorded_microcompact(ctx) if self.honour_microcompact else None
+        if done is None:
+            return super().before_call(ctx, session)
+        ctx, ev = done
+        rest = super().before_call(ctx, session)
+        return Outcome(ctx, (ev,)) if rest is None else replace(rest, events=(ev, *rest.events))
 
     def _restored(self, session: Session, history: Sequence[Message] = ()) -> list[Message]:
         know: _FileKnowledge = session.state.setdefault("cc_files", _FileKnowledge())

@@ -225,3 +225,34 @@ def test_recorded_sessions_compact_where_the_agent_did(shared_traces):
 
     assert fired("claude-code:2.1.21") == 0
     assert fired("claude-code:2.0") > 0  # the 155K rule would have compacted it
+
+
+@pytest.mark.parametrize("variant", ["claude-code:2.0", "claude-code:2.1.21", "claude-code"])
+def test_a_recorded_microcompact_clears_exactly_the_recorded_outputs_before_the_next_call(counter, variant):
+    """Claude Code 2.1.17-2.1.22 cleared old outputs without a summary (``microcompact_boundary``
+    with ``compactedToolIds``; strategies/claude_code/microcompact.py): the replay clears those
+    ids, and only those, before the next call, and the context after is smaller by them. Without
+    the record (``honour_microcompact=False``) nothing is cleared."""
+    old, kept = step(1, "Read", "a" * 40_000, file_path="/a"), step(2, "Read", "b" * 40_000, file_path="/b")
+    last = Message("user", (ToolResult("t2", "b" * 40_000),), meta={"microcompact": ("t1",)})
+    msgs = [Message.text_message("system", "s"), Message.text_message("user", "go"), *old, kept[0], last]
+    ctx = Meter(counter, "chars/4").context(msgs)
+    out = strategies.build(variant).before_call(ctx, session(counter, last_usage=Usage(30_000, 10, 0, 0)))
+    assert out is not None and [e.kind for e in out.events] == ["prune"]
+    results = {r.tool_use_id: r.content for m in out.context.messages for r in m.tool_results}
+    assert results == {"t1": "[Old tool result content cleared]", "t2": "b" * 40_000}
+    assert out.context.truth < ctx.truth - 4_000  # t1 (~5K tokens) is gone
+    off = strategies.build(f"{variant}@honour_microcompact=False")
+    assert off.before_call(ctx, session(counter, last_usage=Usage(30_000, 10, 0, 0))) is None
+
+
+def test_a_recorded_microcompact_does_not_lower_the_count_autocompact_checks_with(counter):
+    """Claude Code's autocompact check after a microcompact still counts from the last usage (the
+    2.1.20 session cleared ~38K and compacted at that same check, preTokens 176,700): a count over
+    the threshold compacts although the outputs were just cleared."""
+    msgs = [Message.text_message("system", "s"), Message.text_message("user", "go"),
+            *step(1, "Read", "a" * 40_000, file_path="/a"), Message.text_message("assistant", "ok"),
+            Message("user", (ToolResult("t9", "y"),), meta={"microcompact": ("t1",)})]
+    ctx = Meter(counter, "chars/4").context(msgs)
+    out = strategies.build("claude-code:2.0").before_call(ctx, session(counter, last_usage=Usage(156_000, 10, 0, 0)))
+    assert out is not None and [e.kind for e in out.events][:2] == ["prune", "summarize"]
