@@ -1,4 +1,4 @@
-"""The five-layer escalating defense (Claude Code's configuration of it: strategies/claude_code.py).
+"""The five-layer escalating defense (Claude Code's configuration of it: strategies/claude_code/).
 
 Layers, cheapest first; each runs at most once per call and only if the one before left the
 context over its own threshold: L1 persist large tool results to disk (a pointer stays), L2

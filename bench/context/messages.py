@@ -26,6 +26,9 @@ class Meter:
     overhead: int = 0
     """Provider tokens sent with every request that no message carries (system prompt, tool
     schemas: ``bench.tokens.attribution``); part of every Context's ``truth``, so no strategy can drop it."""
+    ratio: float = 1.0
+    """Provider tokens per tokenizer token of the session (``Attribution.ratio``): what a strategy
+    writes is counted at it (``TokenCounter.truth_at``); recorded messages keep their attributed count."""
     _est: Callable[[Message], int] = field(init=False, repr=False, compare=False)
     _tok: Callable[[Message], int] = field(init=False, repr=False, compare=False)
     """The counter's own functions, bound once: a replay asks them a million times, and each
@@ -33,8 +36,9 @@ class Meter:
 
     def __post_init__(self) -> None:
         counter = self.counter
-        object.__setattr__(self, "_tok", counter.truth)
-        object.__setattr__(self, "_est", counter.truth if self.estimator == "truth"
+        tok = counter.truth if self.ratio == 1.0 else partial(counter.truth_at, ratio=self.ratio)
+        object.__setattr__(self, "_tok", tok)
+        object.__setattr__(self, "_est", tok if self.estimator == "truth"
                            else partial(counter.estimate, estimator=self.estimator))
 
     def estimate(self, m: Message) -> int:

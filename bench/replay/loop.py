@@ -73,8 +73,8 @@ def replay(
     windows = session_windows(trace) if config.recorded_models else None
     model = windows.apply(config.model) if windows is not None else config.model
     summary_model = config.summarizer_model or model
-    provider = ProviderView(trace, counter)  # overhead and dropped reasoning (bench/tokens/attribution.py)
-    meter = Meter(counter, strategy.estimator, provider.overhead_at(0))
+    provider = ProviderView(trace, counter)  # overhead and dropped reasoning (bench/replay/provider.py)
+    meter = Meter(counter, strategy.estimator, provider.overhead_at(0), provider.ratio)
     result = TaskResult(trace.id, label)
     cache = PromptCache(model, config.cache_ttl)
     summary_cache = cache if summary_model is model else PromptCache(summary_model, config.cache_ttl)
@@ -96,7 +96,7 @@ def replay(
             # says so with ``summary_overhead = False`` (OpenHands, aider: strategies.md §6.4, §7).
             head = provider.head(meter.overhead) if getattr(strategy, "summary_overhead", True) else None
             billed = (head, *msgs) if head is not None else msgs
-            split = summary_cache.request(billed, counter.truth, session.now, stream="summarizer")
+            split = summary_cache.request(billed, meter.truth, session.now, stream="summarizer")
             read, write, uncached, prefix_break = split.cache_read, split.cache_write, split.uncached, False
         prompt = read + write + uncached
         # A real provider response is billed as the model that answered it.
@@ -147,7 +147,7 @@ def replay(
     for step in trace.steps():
         session.call_index = step.index
         if provider.overhead_at(step.index) != meter.overhead:  # re-measured after a model switch
-            meter = Meter(counter, strategy.estimator, provider.overhead_at(step.index))
+            meter = Meter(counter, strategy.estimator, provider.overhead_at(step.index), provider.ratio)
             ctx, session.meter = ctx.with_meter(meter), meter
         recorded_model = recorded_id(step.answer.meta.get("model")) if config.recorded_models and step.answer else None
         if recorded_model:

@@ -9,6 +9,7 @@ cache tables (bench.cost), which come after counting.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from bench.tokens.attribution import Attribution, ReasoningDrop, attribute
@@ -37,6 +38,11 @@ class ProviderView:
 
     def overhead_at(self, call: int) -> int:
         return self.attribution.overhead_at(call) if self.attribution else 0
+
+    @property
+    def ratio(self) -> float:
+        """Provider tokens per tokenizer token for text the strategy writes (1 without attribution)."""
+        return self.attribution.ratio if self.attribution else 1.0
 
     def head(self, overhead: int) -> Message | None:
         """The overhead as one stable message object, first in every request the cache ledger sees."""
@@ -73,8 +79,8 @@ class ProviderView:
         from bench.cost.pricing import CacheSplit
 
         head = self.head(overhead)
-        split = cache.request(self._with_head(head, messages) if head is not None else messages,
-                              self.counter.truth, now)
+        tok = self.counter.truth if self.ratio == 1.0 else partial(self.counter.truth_at, ratio=self.ratio)
+        split = cache.request(self._with_head(head, messages) if head is not None else messages, tok, now)
         dropped = self._drop(messages, call) if self._drop is not None else 0
         if not dropped:
             return split

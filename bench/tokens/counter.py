@@ -228,6 +228,9 @@ class TokenCounter:
         self.tokenized = 0
         self._attributions: dict[str, Any] = {}
         self.calls = 0
+        self._given: dict[int, tuple[Any, None]] = {}
+        """Messages whose count was given (``adopt``: provider-attributed), not computed here:
+        ``truth_at`` leaves those as they are and scales only what it counts itself."""
         self._by_blocks: dict[int, tuple[Any, None]] = {}
         """id of a blocks tuple → a primed or adopted message holding it (weakly when adopted): a
         copy that shares its blocks (a flag set in ``meta``: cline:sdk marks the messages it keeps)
@@ -253,7 +256,8 @@ class TokenCounter:
         """A counter that knows this one's per-message counts and estimates but no loose text: what
         a strategy's first replay of a trace starts from (``make perf`` times each replay so)."""
         other = TokenCounter(self.tokenizer)
-        for memo, mine in ((other._truth, self._truth), (other._est, self._est), (other._by_blocks, self._by_blocks)):
+        for memo, mine in ((other._truth, self._truth), (other._est, self._est), (other._by_blocks, self._by_blocks),
+                           (other._given, self._given)):
             for key, hit in list(mine.items()):
                 if hit[0].__class__ is not ref:
                     memo[key] = hit
@@ -265,10 +269,11 @@ class TokenCounter:
     def adopt(self, messages: Sequence[Message], counts: Sequence[int]) -> None:
         """Take counts computed elsewhere (``counts``) for these message objects, kept while each
         lives (a strategy adopts the count of every cut it makes: gemini-cli, 51K at 3M tokens)."""
-        truth, by_blocks = self._truth, self._by_blocks
+        truth, by_blocks, given = self._truth, self._by_blocks, self._given
         for m, n in zip(messages, counts, strict=True):
             remember(truth, id(m), m, n)
             remember(by_blocks, id(m.blocks), m, None)
+            remember(given, id(m), m, None)
 
     def adopt_attribution(self, trace: Any, attribution: Any) -> None:
         """Take provider-attributed counts (``bench.tokens.attribution.Attribution``) for a trace's messages.
@@ -296,6 +301,30 @@ class TokenCounter:
             n = self.text(render(m)) + MESSAGE_OVERHEAD + IMAGE_TOKENS * _image_count(m)
         remember(self._truth, id(m), m, n)  # counted on demand: kept while the message lives
         return n
+
+    def truth_at(self, m: Message, ratio: float) -> int:
+        """``truth`` in a session's provider units: a count given by ``adopt`` (the provider's
+        attribution of a recorded message, or of a copy sharing its blocks) as it is; one this
+        counter computes (text a strategy wrote: a summary, a placeholder, a cut output, a
+        re-attached file) times ``ratio``, the session's provider tokens per tokenizer token
+        (``Attribution.ratio``), so what a strategy writes is billed like the rest of its context
+        (issue 25: counted by the tokenizer alone it came out about a quarter low on Claude)."""
+        n = self.truth(m)
+        if self._is_given(m):
+            return n
+        return round(n * ratio)
+
+    def _is_given(self, m: Message) -> bool:
+        hit = self._given.get(id(m))
+        if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
+            return True
+        twin = self._by_blocks.get(id(m.blocks))
+        if twin is None or (twin := twin[0]).__class__ is ref and (twin := twin()) is None:
+            return False
+        if twin is m or twin.blocks is not m.blocks:
+            return False
+        hit = self._given.get(id(twin))
+        return hit is not None and ((held := hit[0]) is twin or (held.__class__ is ref and held() is twin))
 
     def estimate(self, m: Message, estimator: str) -> int:
         if estimator == "truth":

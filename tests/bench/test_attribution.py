@@ -125,3 +125,51 @@ def test_none_reproduces_every_recorded_prompt_before_the_first_compaction() -> 
                 assert abs(sent[call] - recorded[call]) <= 0.01 * recorded[call], (trace.id, call)
                 checked += 1
     assert checked > 500
+
+
+def test_text_a_strategy_writes_is_counted_at_the_session_ratio_and_recorded_messages_are_not() -> None:
+    """Issue 25: under provider truth a message the strategy writes (a summary, a placeholder, a
+    cut output) is counted by our tokenizer times the session's provider ratio; a recorded message,
+    or a copy sharing its blocks, keeps its attributed count; a counter without attribution (ratio
+    1) counts as before."""
+    from dataclasses import replace
+
+    from bench.context import Meter
+
+    prompts = [20_000, 20_900, 22_100, 23_600, 25_400]
+    trace = _trace([_answer(f"step{i} run the tests", p) for i, p in enumerate(prompts)])
+    worker = TokenCounter()
+    att = shipped_counts(trace, TokenCounter())
+    adopt_shipped(worker, trace, att)
+    assert att.ratio > 1.1
+    meter = Meter(worker, "chars/4", 0, att.ratio)
+    written = Message.text_message("user", "Summary: the parser test fails on empty input; fixed in parse.py. " * 20)
+    plain = TokenCounter().truth(written)
+    assert meter.truth(written) == round(plain * att.ratio) > plain
+    recorded = trace.messages[2]
+    assert meter.truth(recorded) == worker.truth(recorded) == att.counts[2]
+    flagged = replace(recorded, meta={"kept": True})  # same blocks: the provider's count
+    assert meter.truth(flagged) == att.counts[2]
+    assert Meter(TokenCounter(), "chars/4").truth(written) == plain
+
+
+def test_a_replayed_summary_is_billed_in_provider_units() -> None:
+    """The same replay with the session's ratio and with ratio 1: identical up to the compaction,
+    then the prompt that holds the summary is larger by the ratio's share of the summary."""
+    from dataclasses import replace
+
+    prompts = [20_000 + 1_500 * i for i in range(12)]
+    trace = _trace([_answer(f"step{i} run the tests", p) for i, p in enumerate(prompts)])
+    att = shipped_counts(trace, TokenCounter())
+    assert isinstance(att, Attribution) and att.ratio > 1.1
+    sent = []
+    for shipped in (att, replace(att, ratio=1.0)):
+        worker = TokenCounter()
+        adopt_shipped(worker, trace, shipped)
+        strat = strategies.build("five-layer@autocompact_pct=0.02,microcompact_pct=0.99")
+        result = replay(trace, strat, ReplayConfig(profile("claude-sonnet-4-5")), counter=worker)
+        (first, *_) = [e.call for e in result.events if e.kind == "summarize"]
+        sent.append({c.call: c.prompt_tokens for c in result.calls if c.kind == "agent"})
+    scaled, plain = sent
+    assert all(scaled[c] == plain[c] for c in plain if c < first)
+    assert scaled[first] > plain[first]

@@ -369,3 +369,25 @@ def test_v1_session_replays_and_fidelity_pairs_its_compaction(counter):
         path.unlink()
     assert recorded_calls(trace) == (4,)  # took effect after the fourth answer
     _assert_replays(trace, counter)
+
+
+def test_microcompact_boundary_is_imported_as_the_ids_cleared_before_the_next_call():
+    """2.1.17-2.1.22 transcripts record ``system/microcompact_boundary`` with the tool ids Claude
+    Code cleared; the importer keeps them on the message the boundary follows (no longer only
+    counted), and a boundary without ids is counted as passed over."""
+    recs = [
+        _rec("user", "u1", None, message={"role": "user", "content": "go"}),
+        _asst("a1", "u1", "m1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/a"}},
+              {"input_tokens": 5, "output_tokens": 1}),
+        _result("r1", "a1", "t1", "x" * 100),
+        _rec("system", "b1", "r1", subtype="microcompact_boundary",
+             microcompactMetadata={"trigger": "auto", "preTokens": 9, "tokensSaved": 8, "compactedToolIds": ["t1"]}),
+        _rec("system", "b2", "b1", subtype="microcompact_boundary", microcompactMetadata={}),
+        _asst("a2", "b2", "m2", {"type": "text", "text": "done"}, {"input_tokens": 2, "output_tokens": 1}),
+    ]
+    path = _write([json.dumps(r) for r in recs])
+    (trace,) = claude_code.read_file(path).traces
+    marked = [(m.role, m.meta["microcompact"]) for m in trace.messages if "microcompact" in m.meta]
+    assert marked == [("user", ("t1",))]
+    assert trace.meta["passed_over"] == {"system:microcompact_boundary (no tool ids)": 1}
+    path.unlink()

@@ -207,6 +207,8 @@ def _parse(obj: dict[str, Any], path: Path, line: int) -> _Rec | None:
     elif kind == "system":
         rec.subtype = get_str(obj, "subtype", None, path=path, line=line)
         rec.compact_meta = get_dict(obj, "compactMetadata", {}, path=path, line=line)
+        if rec.subtype == "microcompact_boundary":
+            rec.compact_meta = get_dict(obj, "microcompactMetadata", {}, path=path, line=line)
         content = obj.get("content")
         rec.content = content if isinstance(content, str) else ""
     elif kind == "attachment":
@@ -622,6 +624,17 @@ def _trace(recs: list[_Rec], path: Path, session: str, side: str, versions: list
                 messages.append(Message("user", tuple(b for b, _ in found), timestamp=max(stamps, default=None)))
         elif r.kind == "system" and r.subtype == "compact_boundary":
             boundary = r
+        elif r.kind == "system" and r.subtype == "microcompact_boundary" and messages:
+            # Claude Code cleared these tool outputs before the next call (2.1.x's legacy
+            # microcompact, see strategies/claude_code/microcompact.py): the replay honours it.
+            ids = r.compact_meta.get("compactedToolIds")
+            cleared = tuple(i for i in ids if isinstance(i, str)) if isinstance(ids, list) else ()
+            if cleared:
+                last = messages[-1]
+                messages[-1] = replace(last, meta={**last.meta, "microcompact": (
+                    *last.meta.get("microcompact", ()), *cleared)})
+            else:
+                passed.counts["system:microcompact_boundary (no tool ids)"] += 1
         elif r.kind == "system" and r.subtype == "local_command" and r.content:
             add_user((Text(r.content),), r, {"local_command": True})
         elif r.kind == "system":
