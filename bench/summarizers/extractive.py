@@ -209,8 +209,11 @@ class ExtractiveSummarizer:
     24): a real summary restates a long request (a pasted spec, an attached file) in a few lines, so
     one message never takes the summary past the size its agent writes. The recorded OpenCode 1.4.3
     summary (1,101 tokens) restates a 9,957-token request (the typed line plus an attached file)
-    whose whole text kept here made a 10,057-token summary; Claude Code's (median 2,879) keep "all
-    user messages" by their prompt yet none recorded reaches 5K tokens (bench/data/summary_sizes.toml)."""
+    whose whole text kept here made a 10,057-token summary; OpenCode's prompt asks for the goal in the
+    summary's words ("## Goal / [What goal(s) is the user trying to accomplish?]", anomalyco/opencode
+    @001aa6cc packages/opencode/src/session/compaction.ts, ``SessionCompaction.process``'s
+    ``defaultPrompt``), not the request verbatim. Claude Code's (median 2,879) keep "all user messages"
+    by their prompt yet none recorded reaches 5K tokens (bench/data/summary_sizes.toml)."""
     sized: bool = True
     """Aim at the size the strategy's agent writes (False: only what the sections' first items hold)."""
 
