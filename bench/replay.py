@@ -147,6 +147,7 @@ def replay(
     theirs = recorded_compaction_messages(trace)
     for step in trace.steps():
         session.call_index = step.index
+        recorded += step.inputs  # the real agent's view keeps its own compaction's messages
         if theirs:
             step = dc_replace(step, inputs=tuple(m for m in step.inputs if id(m) not in theirs))
         if provider.overhead_at(step.index) != meter.overhead:  # re-measured after a model switch
@@ -164,7 +165,6 @@ def replay(
                 cache = PromptCache(model, config.cache_ttl)
         clock = _clock(step.inputs, step.answer, t0, clock, config.seconds_per_call, step.index)
         session.now = clock
-        recorded += step.inputs
         for run in _runs(step.inputs, answered):  # appended a run at a time: one copy, not one a message
             ctx = ctx.append(*run)
             if run[-1].tool_results and run[-1] is not answered:  # an answer with results: no hook
