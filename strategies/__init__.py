@@ -219,6 +219,8 @@ def source_hash(cls: type) -> str:
 
     Part of the task key (bench.run.runner.task_key): editing a strategy's code and re-running
     replays it again instead of resuming stale results, with or without a ``version`` bump.
+    A class in a strategy package (``strategies.codex.strategy``: a module two levels down) hashes
+    every module of its package, since its helpers live beside it and are no base of it.
     """
     digest = hashlib.sha256()
     for klass in cls.__mro__:
@@ -226,10 +228,12 @@ def source_hash(cls: type) -> str:
         path = getattr(module, "__file__", None)
         if not path or klass is object:
             continue
-        try:
-            digest.update(Path(path).read_bytes())
-        except OSError:
-            digest.update(klass.__qualname__.encode())
+        files = sorted(Path(path).parent.glob("*.py")) if klass.__module__.count(".") >= 2 else [Path(path)]
+        for file in files:
+            try:
+                digest.update(file.read_bytes())
+            except OSError:
+                digest.update(klass.__qualname__.encode())
     return digest.hexdigest()[:16]
 
 

@@ -79,7 +79,7 @@ class ModelProfile:
     base: str = ""
     """The entry an alias resolves to (empty for the entry itself). ``id`` stays the id the
     session used, so a policy keyed on the model family sees ``gpt-5.1-codex``, not ``gpt-5.1``
-    (strategies/codex.py's truncation policy)."""
+    (strategies/codex/strategy.py's truncation policy)."""
     price_source: str = ""
     """Where the rates came from: ``genai-prices 0.2.3: anthropic/claude-opus-4-7``, ``prices.toml: <why>``,
     ``--prices FILE`` or ``fallback: unknown model, priced as ...``."""

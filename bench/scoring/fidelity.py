@@ -8,8 +8,11 @@ the k-th recorded compaction: the call at which each fired, the size before, and
 first request after (the recorded one = system prompt + summary + what the agent appended before
 its next call, counted by our tokenizer; the provider's own figure is kept beside it).
 
-Limitation: the trace still carries the recorded summary, so a replay appends it after its own
-compaction; only the first replayed compaction of each pair is comparable without caveats.
+The recorded agent's own compaction messages (its summary, OpenCode's request and continue note) are
+left out of the replayed context (``bench.replay.recorded_compaction_messages``), so a replay's later
+compactions are not drifted by a second summary; Claude Code's replays still append them
+(``bench.replay.KEEPS_RECORDED_COMPACTIONS``), where only the first replayed compaction of each pair is
+comparable without caveats.
 """
 
 from __future__ import annotations

@@ -2,10 +2,11 @@
 
 It writes the sections the strategy's own summary prompt names, in that prompt's order and style
 (bench/summarizers/template.py), and fills them with what can be found without a model: the
-user's requests (the task and the latest one whole), files touched with what was last written to
-them, error lines, the actions taken, the agent's own statements, and what comes next. It aims at
-the size the strategy's agent writes (bench/summarizers/sizes.py: a log-normal fitted on the
-recorded summaries, drawn deterministically per request), within the strategy's output budget;
+user's requests (the task and the latest one whole, up to half the target size each), files
+touched with what was last written to them, error lines, the actions taken, the agent's own
+statements, and what comes next. It aims at the size the strategy's agent writes
+(bench/summarizers/sizes.py: a log-normal fitted on the recorded summaries, drawn
+deterministically per request), within the strategy's output budget;
 where the history holds less than that, the summary is shorter.
 
 What a strategy injected itself (OpenCode's "What did we do so far?", Claude Code's re-read
@@ -160,12 +161,13 @@ def _found(m: Message, clip: int) -> tuple[tuple[tuple[str, str], ...], tuple[st
     return found
 
 
-def _pools(msgs: tuple[Message, ...], clip: int) -> dict[str, list[_Item]]:
-    """Candidate items per section kind, most important first."""
+def _pools(msgs: tuple[Message, ...], clip: int, whole: int = 10**9) -> dict[str, list[_Item]]:
+    """Candidate items per section kind, most important first; the task and the latest request
+    are kept up to ``whole`` tokens (``_clip_tokens``), the others to ``clip`` characters."""
     humans = user_requests(msgs)
-    requests = [_Item(0, REQUEST_ITEM + _clip(humans[0], 10**9))] if humans else []
+    requests = [_Item(0, REQUEST_ITEM + _clip_tokens(humans[0], whole))] if humans else []
     if len(humans) > 1:
-        requests.append(_Item(len(humans) - 1, REQUEST_ITEM + _clip(humans[-1], 10**9)))
+        requests.append(_Item(len(humans) - 1, REQUEST_ITEM + _clip_tokens(humans[-1], whole)))
         requests += [_Item(i, REQUEST_ITEM + _clip(humans[i], clip)) for i in range(len(humans) - 2, 0, -1)]
     files: dict[str, _Item] = {}
     actions: list[_Item] = []
@@ -202,6 +204,16 @@ class ExtractiveSummarizer:
     max_chars: int = 48_000
     """Hard cap whatever the target and budget (12K tokens, past any recorded summary)."""
     per_message_chars: int = 600
+    request_share: float = 0.5
+    """The task and the latest request are kept whole up to this share of the target size each (issue
+    24): a real summary restates a long request (a pasted spec, an attached file) in a few lines, so
+    one message never takes the summary past the size its agent writes. The recorded OpenCode 1.4.3
+    summary (1,101 tokens) restates a 9,957-token request (the typed line plus an attached file)
+    whose whole text kept here made a 10,057-token summary; OpenCode's prompt asks for the goal in the
+    summary's words ("## Goal / [What goal(s) is the user trying to accomplish?]", anomalyco/opencode
+    @001aa6cc packages/opencode/src/session/compaction.ts, ``SessionCompaction.process``'s
+    ``defaultPrompt``), not the request verbatim. Claude Code's (median 2,879) keep "all user messages"
+    by their prompt yet none recorded reaches 5K tokens (bench/data/summary_sizes.toml)."""
     sized: bool = True
     """Aim at the size the strategy's agent writes (False: only what the sections' first items hold)."""
 
@@ -210,13 +222,14 @@ class ExtractiveSummarizer:
         layout = sections(request.prompt)
         if not any(s.kind == "requests" for s in layout):  # the user's requests always go first
             layout = (DEFAULT[0], *layout)
-        pools = _pools(msgs, self.per_message_chars)
         budget = min(self.max_chars // 4, request.max_tokens)
         target = budget
         if self.sized:
             first = msgs[0].text[:200] if msgs else ""
             last = msgs[-1].text[:200] if msgs else ""
             target = min(budget, size_fit(request.strategy)[1].sample(f"{request.strategy}|{len(msgs)}|{first}|{last}"))
+        whole = max(self.per_message_chars // 4, int(target * self.request_share)) if self.sized else 10**9
+        pools = _pools(msgs, self.per_message_chars, whole)
         text = _fill(layout, pools, target, budget)
         return Summary(text=text, input_tokens=0, output_tokens=0, model=self.name)
 
@@ -260,6 +273,18 @@ def _fill(layout: tuple[Section, ...], pools: dict[str, list[_Item]], target: in
         lines = [f"- {x.text}" for x in sorted(items, key=lambda x: x.order)] or ["- (none)"]
         out.append("\n".join([section.heading(i + 1), *lines]))
     return "\n\n".join(out)
+
+
+def _clip_tokens(text: str, tokens: int) -> str:
+    """``text`` whitespace-collapsed, cut to at most ``tokens`` (the size unit, :data:`UNIT`) from
+    its head: a request says what it wants first, what it pastes or attaches after."""
+    text = " ".join(text.split())
+    if _size(text) <= tokens:
+        return text
+    limit = min(len(text), tokens * 4)
+    while limit > 1 and _size(text[: limit - 1] + "…") > tokens:
+        limit = max(1, limit * tokens // _size(text[: limit - 1] + "…") - 1)
+    return text[: limit - 1] + "…"
 
 
 def _clip(text: str, limit: int) -> str:

@@ -86,6 +86,31 @@ def test_summaries_reach_the_size_their_agent_writes_and_never_pass_the_budget()
     assert again.text == small.text  # deterministic
 
 
+@pytest.mark.parametrize("strategy,prompt", [("opencode:1.4", "Summarize following this template:\n## Goal"),
+                                             ("claude-code", layered.SUMMARY_PROMPT), ("codex", "Write a summary."),
+                                             ("copilot-cli", "Summarize the conversation so far.")])
+def test_one_long_request_does_not_take_the_summary_past_its_agents_size(strategy, prompt):
+    """A request that pastes a file (OpenCode's @file attachment: 9,957 tokens in the recorded 1.4.3 session,
+    whose real summary was 1,101) is restated, not kept whole: the task and the latest request each keep at
+    most half the agent's target size, head first (issue 24)."""
+    pasted = " ".join(f"{i}: const value{i} = compute(input{i});" for i in range(4_000))
+    history = (
+        Message.text_message("user", "Implement the commands from the docs"),
+        Message.text_message("assistant", "Implemented."),
+        Message.text_message("user", "Move them to a commands module and use them in @src/extension.ts " + pasted),
+        Message("assistant", (Text("Reading it."), ToolUse("r1", "Read", {"file_path": "src/extension.ts"}))),
+        Message("user", (ToolResult("r1", pasted[:4_000]),)),
+    )
+    summary = ExtractiveSummarizer().summarize(SummaryRequest(history, prompt, 32_000, strategy)).text
+    target = size_fit(strategy)[1].median_tokens
+    assert CL100K.count(pasted) > 10 * target  # whole, it alone would be ten summaries
+    assert CL100K.count(summary) < 1.6 * target, CL100K.count(summary)
+    assert "User: Move them to a commands module and use them in @src/extension.ts 0: const" in summary
+    assert "User: Implement the commands from the docs" in summary  # a short request stays whole
+    wider = ExtractiveSummarizer(request_share=2.0).summarize(SummaryRequest(history, prompt, 32_000, strategy)).text
+    assert CL100K.count(wider) > 1.3 * CL100K.count(summary)  # the share is what bounds it
+
+
 def test_a_strategy_of_no_known_agent_uses_the_pooled_fit():
     assert size_fit("tiered-placeholders")[0] == "pooled"
     assert size_fit("five-layer")[0] == "claude-code"

@@ -202,7 +202,7 @@ def test_an_alias_keeps_the_id_the_session_used_and_the_base_prices() -> None:
 
 @pytest.mark.parametrize("as_forced", [False, True])
 def test_a_codex_alias_trace_gets_token_truncation_and_its_base_byte_truncation(as_forced: bool) -> None:
-    """models.json truncation_policy (strategies/codex.py): Tokens(10_000) for *-codex, Bytes(10_000)
+    """models.json truncation_policy (strategies/codex/strategy.py): Tokens(10_000) for *-codex, Bytes(10_000)
     otherwise. A 40,000-byte tool output stays whole under the token budget (48,000 bytes) and is cut to
     12,000 bytes under the byte budget."""
     long = "".join(f"{i:07d}\n" for i in range(5_000))  # 40,000 bytes

@@ -196,3 +196,53 @@ def test_a_session_that_opens_with_an_answer_replays():
     result = replay(Trace("answer-first", msgs), Watch(seen=seen), ReplayConfig(TINY), counter=TokenCounter())
     assert result.error is None and len(result.calls) == 2
     assert [len(m) for _, m, _ in seen] == [0, 2]
+
+
+def _with_recorded_compaction(agent: str) -> Trace:
+    """A session whose agent compacted after call 2: its summary (a user message, as Copilot and Codex
+    write it) and, OpenCode-style, the request that asked for it and the note it resumed with."""
+    msgs = [Message.text_message("system", "system prompt"), Message.text_message("user", "go")]
+    for i in range(3):
+        msgs += [Message("assistant", (ToolUse(f"c{i}", "bash", {"command": f"cat log{i}"}),)),
+                 Message("user", (ToolResult(f"c{i}", f"out{i} " * 50),))]
+    msgs += [Message.text_message("user", "What did we do so far?", meta={"compaction": True}),
+             Message.text_message("user", "RECORDED SUMMARY " * 40, meta={"summary": True}),
+             Message.text_message("user", "Continue if you have next steps",
+                                  meta={"synthetic": True, "compaction": True}),
+             Message.text_message("assistant", "done")]
+    return Trace("rc", tuple(msgs), agent=agent)
+
+
+def test_the_recorded_agents_own_compaction_is_not_appended_to_the_replayed_context():
+    """Issue 24 (c): the replayed strategy keeps its own context; the recorded agent's summary, the request
+    for it and its continue note would otherwise sit beside the replay's own summary (second-compaction
+    drift). A summary before the first answer (a file that begins with a compaction) stays, and Claude
+    Code's replays keep them for now (bench.replay.KEEPS_RECORDED_COMPACTIONS)."""
+    seen: list[tuple[Message, ...]] = []
+
+    @dataclass(frozen=True, kw_only=True)
+    class Watch(Strategy):
+        name = "watch"
+
+        def before_call(self, ctx, session):
+            seen.append(ctx.messages)
+            return None
+
+    for agent in ("copilot-cli", "opencode", "codex"):
+        seen.clear()
+        replay(_with_recorded_compaction(agent), Watch(), ReplayConfig(profile("claude-sonnet-4-5")),
+               counter=TokenCounter())
+        texts = [m.text for m in seen[-1]]
+        assert not any("RECORDED SUMMARY" in t or t in ("What did we do so far?", "Continue if you have next steps")
+                       for t in texts), agent
+        assert len(seen[-1]) == 8  # system, go, three calls with their results
+    seen.clear()
+    replay(_with_recorded_compaction("claude-code"), Watch(), ReplayConfig(profile("claude-sonnet-4-5")),
+           counter=TokenCounter())
+    assert any("RECORDED SUMMARY" in m.text for m in seen[-1])
+    opening = Trace("open", (Message.text_message("user", "EARLIER SUMMARY", meta={"summary": True}),
+                             Message.text_message("user", "go on"), Message.text_message("assistant", "ok")),
+                    agent="copilot-cli")
+    seen.clear()
+    replay(opening, Watch(), ReplayConfig(profile("claude-sonnet-4-5")), counter=TokenCounter())
+    assert seen[0][0].text == "EARLIER SUMMARY"

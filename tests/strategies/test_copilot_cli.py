@@ -11,7 +11,7 @@ from bench.context.session import Session
 from bench.cost.pricing import profile
 from bench.replay.loop import ReplayConfig, replay
 from bench.summarizers import Summary, SummaryRequest
-from strategies.copilot_cli import CopilotCli
+from strategies.copilot_cli import CopilotCli, output_speed
 from traces.model import Message, Text, ToolResult, ToolUse, Trace, orphans
 
 SONNET = profile("claude-sonnet-4-5")
@@ -45,7 +45,7 @@ def setup(counter, window: int):
 def test_starts_at_80_percent_and_applies_when_ready_keeping_what_arrived(counter):
     s, stub, base = setup(counter, 5_500)
     ctx = s.meter.context((*base, *rounds(0, 4, 250)))
-    strategy = CopilotCli()
+    strategy = CopilotCli(summary_seconds=30.0)
     assert ctx.truth / 5_500 < 0.8 and strategy.before_call(ctx, s) is None and not stub.requests
     ctx = ctx.append(*rounds(4, 2, 250))
     assert 0.8 <= ctx.truth / 5_500 < 0.95
@@ -73,7 +73,7 @@ def test_starts_at_80_percent_and_applies_when_ready_keeping_what_arrived(counte
 def test_blocks_at_95_percent_before_the_summary_is_ready(counter):
     s, stub, base = setup(counter, 5_500)
     ctx = s.meter.context((*base, *rounds(0, 6, 250)))
-    strategy = CopilotCli()
+    strategy = CopilotCli(summary_seconds=30.0)
     s.call_index, s.now = 6, 60.0
     assert strategy.before_call(ctx, s) is None
     ctx = ctx.append(*rounds(6, 1, 300))
@@ -96,7 +96,7 @@ def test_replay_compacts_some_calls_after_it_started(counter):
             Message("assistant", (Text("done"),))]
     trace = Trace("t", tuple(msgs))
     config = ReplayConfig(replace(SONNET, context_window=12_000), seconds_per_call=10.0)
-    result = replay(trace, CopilotCli(), config, counter=counter)
+    result = replay(trace, CopilotCli(summary_seconds=30.0), config, counter=counter)
     assert result.error is None and result.failed is None
     agent = [c for c in result.calls if c.kind == "agent"]
     assert len(agent) == trace.n_calls  # no overflow retries: it always compacted in time
@@ -125,3 +125,70 @@ def test_the_count_is_system_conversation_and_tool_definitions(counter):
         s = Session(replace(SONNET, context_window=window), ctx.meter, stub)
         assert CopilotCli().before_call(ctx, s) is None
         assert bool(stub.requests) is starts
+
+
+def timed_rounds(start: int, n: int, size: int, t0: float, call_seconds: float, out: int) -> list[Message]:
+    """``rounds`` on a recorded clock: each answer ``call_seconds`` after the result before it, ``out``
+    output tokens each (Copilot's ``assistant.message`` ``outputTokens``), each result 1 s later."""
+    msgs, t = [], t0
+    for m in rounds(start, n, size):
+        if m.role == "assistant":
+            t += call_seconds
+            msgs.append(replace(m, timestamp=t, meta={"output_tokens": out}))
+        else:
+            t += 1.0
+            msgs.append(replace(m, timestamp=t))
+    return msgs
+
+
+def test_the_summary_takes_its_size_at_the_sessions_output_speed(counter):
+    """Issue 24: the compaction is one model call, so it lasts its output tokens at the speed the session's
+    own calls show (Σ output / Σ call time: 400 tokens in 8 s = 50/s here): a 1,000-token summary is
+    ready 20 s after the request it started at, and is applied at the first request sent after that."""
+    @dataclass
+    class Sized(Stub):
+        def summarize(self, request: SummaryRequest) -> Summary:
+            self.requests.append(request)
+            return Summary("<overview>parser refactor</overview>", 0, 1_000, "stub", billed=True)
+
+    stub = Sized()
+    s = Session(replace(SONNET, context_window=5_500), Meter(counter, "truth"), stub)
+    base = (Message.text_message("system", "sys"), Message.text_message("user", "refactor the parser", timestamp=0.0))
+    held = (*base, *timed_rounds(0, 6, 250, 0.0, 8.0, 400))
+    assert output_speed(held[1:]) == pytest.approx(50.0)
+    ctx = s.meter.context(held)
+    strategy = CopilotCli()
+    started = ctx.messages[-1].timestamp  # 54.0: the request goes out when the last result arrived
+    s.call_index, s.now = 6, started + 8.0  # the replay's clock is the answer's: 8 s later
+    assert strategy.before_call(ctx, s) is None and len(stub.requests) == 1
+    applied = None
+    for call in range(7, 12):
+        ctx = ctx.append(*timed_rounds(call, 1, 5, ctx.messages[-1].timestamp, 8.0, 400))
+        s.call_index, s.now = call, ctx.messages[-1].timestamp + 8.0
+        out = strategy.before_call(ctx, s)
+        if out is not None:
+            applied = (call, ctx.messages[-1].timestamp)
+            assert "waited" not in out.events[0].detail, out.events[0].detail
+            break
+    assert applied is not None and applied[1] >= started + 20.0  # the first request at or after 74 s
+    assert applied[1] - 9.0 < started + 20.0  # and not a call later (requests are 9 s apart)
+    assert applied[0] == 9
+    fixed = CopilotCli(summary_seconds=60.0)
+    assert fixed.summary_seconds == 60.0 and CopilotCli().summary_seconds is None
+
+
+def test_without_timestamps_the_default_speed_and_the_replay_clock(counter):
+    s, stub, base = setup(counter, 5_500)
+    ctx = s.meter.context((*base, *rounds(0, 6, 250)))
+    assert output_speed(ctx.messages) is None  # no recorded clock: 50 tokens/s, the replay's clock
+    strategy = CopilotCli(summary_tokens_per_second=1.0)  # the stub's 8 tokens: 8 s
+    s.call_index, s.now = 6, 60.0
+    assert strategy.before_call(ctx, s) is None
+    ctx = ctx.append(*rounds(6, 1, 5))
+    s.call_index, s.now = 7, 67.0
+    assert strategy.before_call(ctx, s) is None
+    ctx = ctx.append(*rounds(7, 1, 5))
+    s.call_index, s.now = 8, 68.0
+    assert strategy.before_call(ctx, s) is not None
+    with pytest.raises(ValueError):
+        CopilotCli(summary_tokens_per_second=0.0)

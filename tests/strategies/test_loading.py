@@ -76,3 +76,23 @@ def test_editing_the_class_changes_the_task_key(tmp_path: Path) -> None:
         del sys.modules[name]  # a new run is a new process: nothing cached
     assert task_key("sha", spec, RunConfig()) != before
     assert task_key("sha", spec, RunConfig()) == task_key("sha", spec, RunConfig())
+
+
+def test_editing_a_helper_module_of_a_strategy_package_changes_the_source_hash(tmp_path: Path, monkeypatch) -> None:
+    """strategies/codex/ and strategies/opencode/ keep their helpers beside the class (issue 24): a
+    class two levels down hashes its whole package, so editing a helper replays again."""
+    package = tmp_path / "hashpkg" / "agent"
+    package.mkdir(parents=True)
+    (tmp_path / "hashpkg" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "helper.py").write_text("LIMIT = 3\n")
+    (package / "strategy.py").write_text(GOOD.replace("keep: int = 3", "keep: int = 3  # uses helper.LIMIT"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    cls = importlib.import_module("hashpkg.agent.strategy").Mine
+    before = strategies.source_hash(cls)
+    (package / "helper.py").write_text("LIMIT = 4\n")
+    assert strategies.source_hash(cls) != before
+    assert strategies.source_hash(strategies.build("codex").__class__) == strategies.source_hash(
+        strategies.build("codex:remote").__class__)

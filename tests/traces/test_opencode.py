@@ -285,3 +285,32 @@ def test_the_summary_answer_is_a_summarizer_call_not_the_first_call_after(tmp_pa
     assert not trace.messages[-1].meta.get("summarizer")
     (row,) = fidelity(trace, model="claude-sonnet-4-5")[1]
     assert row["recorded_post"] == 1_500  # the agent's call after it, not the summarizer's
+
+
+def test_opencodes_own_words_are_flagged_and_an_attached_files_read_is_not_the_users_request(tmp_path):
+    """Issue 24: an @file mention adds synthetic text parts (the read it made) to the user's message, and
+    after a summary OpenCode writes a synthetic "Continue if you have next steps" (compaction.ts): the
+    user's request is what they typed (the recorded 1.4.3 session: one line, then 37,776 characters of
+    the file read), the rest is flagged ``synthetic``; the compaction request and the continue note are
+    flagged ``compaction`` (bench.replay leaves the recorded compaction's messages out)."""
+    raws = _session()
+    raws[0] = (raws[0][0], [
+        {"id": "prt_01", "type": "text", "text": "move them into @src/app.ts"},
+        {"id": "prt_01f", "type": "file", "mime": "text/plain", "filename": "src/app.ts", "url": "file:///src/app.ts"},
+        {"id": "prt_01s", "type": "text", "synthetic": True, "text": "Called the Read tool with the following input"},
+        {"id": "prt_01t", "type": "text", "synthetic": True, "text": "<content>1: export const x = 1</content>"},
+    ])
+    raws.insert(4, ({"id": "msg_045", "sessionID": "ses_1", "role": "user", "time": {"created": 1_700_000_150_000}},
+                    [{"id": "prt_125", "type": "text", "synthetic": True, "text": "Continue if you have next steps"}]))
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps({"info": {"id": "ses_1", "version": "1.4.3"},
+                                  "messages": [{"info": i, "parts": p} for i, p in raws]}))
+    (trace,) = opencode.read_file(export).traces
+    typed, read = trace.messages[0], trace.messages[1]
+    assert typed.text.startswith("move them into @src/app.ts") and "[file src/app.ts" in typed.text
+    assert not typed.meta and typed.is_human_turn
+    assert read.meta == {"synthetic": True} and read.text.startswith("Called the Read tool")
+    question = next(m for m in trace.messages if m.text == "What did we do so far?")
+    cont = next(m for m in trace.messages if m.text == "Continue if you have next steps")
+    assert question.meta == {"compaction": True} and cont.meta == {"synthetic": True, "compaction": True}
+    assert trace.messages[trace.compactions[0].message_index].meta["summary"]

@@ -131,12 +131,28 @@ def _convert(session: dict[str, Any], raws: list[Raw], source: str) -> tuple[Tra
         if role == "user":
             if isinstance(info.get("system"), str) and info["system"] and not messages:
                 messages.append(Message.text_message("system", info["system"]))
-            blocks = [b for p in parts for b in _part_blocks(p, _from(p, where))[0]]
+            own: list[Block] = []
+            added: list[Block] = []  # synthetic parts: what OpenCode wrote into the message (an @file's read)
+            for p in parts:
+                (added if p.get("type") == "text" and p.get("synthetic") is True else own).extend(
+                    _part_blocks(p, _from(p, where))[0])
             comp = next((p for p in parts if p.get("type") == "compaction"), None)
             if comp is not None:
                 pending_compaction = "auto" if comp.get("auto") is True else "manual"
-            if blocks:
-                messages.append(Message("user", tuple(blocks), timestamp=ts, id=mid))
+            # The compaction request ("What did we do so far?") and synthetic parts are OpenCode's words, not
+            # the user's: flagged as a strategy's are (``compaction``, ``synthetic``). Synthetic parts beside
+            # the user's own (an @file mention's "Called the Read tool ..." and the file) follow as a message
+            # of their own, so the user's request is what they typed; right after a summary, a synthetic-only
+            # message ("Continue if you have next steps") is part of the compaction too (compaction.ts).
+            if comp is not None:
+                own, added = own + added, []
+            flags: dict[str, Any] = {"compaction": True} if comp is not None else {}
+            if own:
+                messages.append(Message("user", tuple(own), timestamp=ts, id=mid, meta=flags))
+            if added:
+                after_summary = not own and bool(messages) and bool(messages[-1].meta.get("summary"))
+                messages.append(Message("user", tuple(added), timestamp=ts, id=mid if not own else None,
+                                        meta={"synthetic": True, **({"compaction": True} if after_summary else {})}))
             continue
         if role != "assistant":
             raise TraceError(f"message {mid}: unknown role {role!r}", **where)

@@ -1,100 +1,39 @@
-"""OpenCode: prune old tool outputs, then compact with an LLM summary (spec/strategies.md §1).
-
-Three generations share one class (``generation``): "classic" (2025 – early 2026: prune on, the
-summary replaces everything, triggered over ``limit.input`` or ``context − output``), "overflow"
-(1.2 – 1.4: session/overflow.ts's trigger, ``limit.input − min(20K, output)`` counted on the whole
-``tokens.total``, prune on, and still a summary that replaces everything) and "tail"
-(later: prune off, a token-budgeted tail of recent turns is kept verbatim and only the head is
-summarized, merged with the prior summary).
-
-Mapping OpenCode's store onto our message list: one OpenCode assistant message holds its tool
-parts (call *and* result), so our tool-result-only user messages belong to the assistant message
-before them; only human user messages that say something (``is_prompt``) count as turns: an empty
-one (a log can hold it between a call and its results) has no OpenCode message of its own. Prune
-runs "at the end of each prompt-loop run": here, in ``before_call`` of the step that brings a new
-human turn, over the history that existed before that turn arrived.
-"""
+"""The registered OpenCode strategy: options, hooks and the compaction itself (see the package)."""
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bench.context import (
-    COUNT,
-    FRACTION,
-    Context,
-    Image,
-    Message,
-    ModelProfile,
-    Outcome,
-    Strategy,
-    Text,
-    Thinking,
-    ToolResult,
-    ToolUse,
-    Usage,
-    event,
-)
+from bench.context import COUNT, FRACTION, Context, Message, Outcome, Strategy, event
 from strategies._tools import (
-    is_prompt,
     latest_human_index,
     new_human_turn,
     quote_latest_human,
-    rewrite_results,
-    safe_cut,
     text_assistant,
     text_user,
-    tool_names,
     waiting_from,
 )
+from strategies.opencode.common import (
+    CLASSIC_PROMPT,
+    CONTINUE_2026,
+    CONTINUE_CLASSIC,
+    GENERATIONS,
+    OVERFLOW_PROMPT,
+    PRIOR_PROMPT,
+    QUESTION,
+    TAIL_PROMPT,
+)
+from strategies.opencode.prune import Prune
+from strategies.opencode.tail import TailCompaction
+from strategies.opencode.trigger import OpenCodeTrigger
 
 if TYPE_CHECKING:
     from bench.context import Session
 
-PRUNED = "[Old tool result content cleared]"
-QUESTION = "What did we do so far?"
-CONTINUE_CLASSIC = "Continue if you have next steps"
-CONTINUE_2026 = ("Continue if you have next steps, or stop and ask for clarification if you are unsure "
-                 "how to proceed.")
-TRUNCATED = "\n[truncated]"
-OVERFLOW_HEADINGS = ("## Goal", "## Instructions", "## Discoveries", "## Accomplished",
-                     "## Relevant files / directories")
-OVERFLOW_PROMPT = (
-    "Summarize our conversation above so that another agent, who will not see it, can carry on the work: "
-    "what we did, what we are doing, which files we work on and what comes next. Do not call tools; answer "
-    "with the summary only, in the language of the user's messages, following this template:\n"
-    + "\n".join(OVERFLOW_HEADINGS))
-TAIL_HEADINGS = ("## Objective", "## Important Details", "## Work State", "### Completed", "### Active",
-                 "### Blocked", "## Next Move", "## Relevant Files")
-
-CLASSIC_PROMPT = (
-    "Write a detailed prompt that would let a fresh session carry on our conversation above: it will "
-    "not see this conversation. Cover what we did, what we are doing now, which files we are working "
-    "on, and what we are going to do next.")
-TAIL_PROMPT = (
-    "Here is the conversation so far, as text inside <conversation> tags. Write a summary that lets "
-    "the work continue, using exactly this template:\n\n" + "\n".join(TAIL_HEADINGS) + "\n\n"
-    "Keep every section and write (none) when one is empty. Use terse bullets. Keep exact paths, "
-    "commands and identifiers. Do not mention that a summary or compaction happened.")
-PRIOR_PROMPT = (
-    "\n\nA summary of the earlier part is in <prior-summary> tags. Update it: carry forward what is "
-    "still open, let the conversation win where they conflict, and move finished work to Completed."
-    "\n<prior-summary>\n{summary}\n</prior-summary>")
-
-
-GENERATIONS = ("classic", "overflow", "tail")
-
-
-def js_round(x: float) -> int:
-    """JavaScript's Math.round (half up), which OpenCode's token estimate uses."""
-    return math.floor(x + 0.5)
-
 
 @dataclass(frozen=True, kw_only=True)
-class OpenCode(Strategy):
+class OpenCode(OpenCodeTrigger, Prune, TailCompaction, Strategy):
     """OpenCode's prune + compaction. Sources: sst/opencode packages/opencode/src/session/compaction.ts
     (classic: fork snapshots, prune()/isOverflow(); tail: @3df4a255, suffix revision @31e22f65),
     session/overflow.ts @31e22f65, provider/transform.ts @47767a7c (OUTPUT_TOKEN_MAX).
@@ -176,31 +115,6 @@ class OpenCode(Strategy):
             raise ValueError(f"generation must be one of {', '.join(map(repr, GENERATIONS))}, "
                              f"not {self.generation!r}")
 
-    # -- trigger (§1.2) ---------------------------------------------------------------------------
-    def max_output(self, model: ModelProfile) -> int:
-        return min(model.max_output, self.output_token_max) or self.output_token_max
-
-    def usable(self, model: ModelProfile) -> int:
-        if self.generation == "classic":
-            return model.max_input or model.context_window - self.max_output(model)
-        reserved = min(self.compaction_buffer, self.max_output(model))
-        if model.max_input:
-            return max(0, model.max_input - reserved)
-        if self.generation == "overflow":  # overflow.ts @08f74b9b usable(): no reserve in this branch
-            return max(0, model.context_window - self.max_output(model))
-        return max(0, model.context_window - self.max_output(model) - reserved)
-
-    def overflowing(self, usage: Usage | None, model: ModelProfile) -> bool:
-        if usage is None or not self.auto or model.context_window == 0:
-            return False
-        if self.generation == "classic":  # cache writes are not counted
-            return usage.input_tokens + usage.cache_read_tokens + usage.output_tokens > self.usable(model)
-        # overflow.ts tokenCount(): tokens.total, else input + output + cache read + cache write
-        return usage.prompt_tokens + usage.output_tokens >= self.usable(model)
-
-    def tail_budget(self, model: ModelProfile) -> int:
-        return min(self.tail_max, max(self.tail_min, math.floor(self.usable(model) * self.tail_fraction)))
-
     # -- hooks ------------------------------------------------------------------------------------
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
         events = []
@@ -247,45 +161,6 @@ class OpenCode(Strategy):
                                      summary_tokens=ev.summary_tokens, detail=f"{ev.detail}: overflow, "
                                      f"{replayed} replayed"),))
 
-    # -- prune (§1.3) -----------------------------------------------------------------------------
-    def output_estimate(self, text: str, session: Session) -> int:
-        if self.estimator == "truth":
-            return session.meter.counter.text(text)
-        return js_round(len(text) / 4)
-
-    def pruned(self, ctx: Context, *, end: int, session: Session) -> tuple[Context, int]:
-        """Clear outputs older than the newest ``prune_protect`` tokens of them, all or nothing."""
-        msgs = ctx.messages
-        names = tool_names(msgs)
-        turns = total = freed = 0
-        queued: set[str] = set()
-        for i in range(end - 1, 0, -1):
-            m = msgs[i]
-            if is_prompt(m):
-                turns += 1
-            if turns < self.protected_turns:
-                continue
-            if m.role == "assistant" and m.meta.get("summary"):
-                break
-            for r in reversed(m.tool_results):
-                if r.is_error or names.get(r.tool_use_id) in self.protected_tools:
-                    continue  # errors are not "completed" parts; skill outputs are never pruned
-                if r.content == PRUNED:
-                    break
-                size = self.output_estimate(r.content, session)
-                total += size
-                if total > self.prune_protect:
-                    freed += size
-                    queued.add(r.tool_use_id)
-            else:
-                continue
-            break  # an already-compacted output: everything older was handled before
-        if freed <= self.prune_minimum:
-            return ctx, 0
-        out = [rewrite_results(m, lambda r: PRUNED if r.tool_use_id in queued else None) for m in msgs]
-        touched = sum(1 for a, b in zip(out, msgs, strict=True) if a is not b)
-        return ctx.replace(out), touched
-
     # -- compaction (§1.4, §1.5) ------------------------------------------------------------------
     def compact(self, ctx: Context, session: Session) -> Outcome | None:
         system, rest = ctx.messages[0], ctx.messages[1:]
@@ -314,57 +189,3 @@ class OpenCode(Strategy):
         after = ctx.replace(rebuilt)
         return Outcome(after, (event("summarize", ctx, after, touched=head_len,
                                      summary_tokens=summary.output_tokens, detail=self.generation),))
-
-    def tail_start(self, ctx: Context, msgs: tuple[Message, ...], budget: int) -> int:
-        """Index where the verbatim tail starts; len(msgs) when there is no tail (nothing kept, or
-        everything fits: the spec then summarizes everything)."""
-        size = [ctx.meter.counter.estimate(m, "chars/4-json") for m in msgs]
-        starts = [i for i, m in enumerate(msgs) if is_prompt(m)]
-        if not starts or starts[0] != 0:
-            starts.insert(0, 0)
-        bounds = list(zip(starts, [*starts[1:], len(msgs)], strict=True))
-        remaining, start = budget, len(msgs)
-        for lo, hi in reversed(bounds):
-            turn = sum(size[lo:hi])
-            if turn <= remaining:
-                remaining, start = remaining - turn, lo
-                continue
-            # split the turn: the earliest whole-message suffix (no orphaned result) that fits; the
-            # suffix only shrinks as j grows, so safe_cut (O(j)) runs only where the size fits
-            suffix = turn - size[lo]
-            for j in range(lo + 1, hi):
-                if suffix <= remaining and safe_cut(msgs, j) == j:
-                    start = j
-                    break
-                suffix -= size[j]
-            break
-        return len(msgs) if start == 0 else start
-
-    def serialized(self, head: tuple[Message, ...]) -> tuple[Message, ...]:
-        """The head as OpenCode's text transcript, one text message per OpenCode message.
-
-        The real request joins these lines into one user message; keeping one message per turn
-        lets a summarizer tell the user's requests apart (same text, +4 tokens per message).
-        """
-        results = {r.tool_use_id: r for m in head for r in m.tool_results}
-        out: list[Message] = []
-        for m in head:
-            lines: list[str] = []
-            for b in m.blocks:
-                if isinstance(b, Text) and b.text.strip():
-                    lines.append(f"[{'User' if m.role == 'user' else 'Assistant'}]: {b.text}")
-                elif isinstance(b, Thinking):
-                    lines.append(f"[Assistant reasoning]: {b.text}")
-                elif isinstance(b, Image):
-                    lines.append(f"[Attached {b.media_type}: image]")
-                elif isinstance(b, ToolUse):
-                    lines.append(f"[Assistant tool call]: {b.name}({json.dumps(dict(b.input), default=str)})")
-                    if (r := results.get(b.id)) is not None:
-                        lines.append(f"[Tool {'error' if r.is_error else 'result'}]: {self.clip(r)}")
-            if lines:
-                out.append(text_user("\n".join(lines)) if m.role == "user" else text_assistant("\n".join(lines)))
-        return tuple(out)
-
-    def clip(self, r: ToolResult) -> str:
-        text = r.content
-        return text if len(text) <= self.tool_output_max_chars else text[: self.tool_output_max_chars] + TRUNCATED
