@@ -61,9 +61,9 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "opencode": ("strategies.opencode:OpenCode", {}),
     "opencode:tail": ("strategies.opencode:OpenCode", {"generation": "tail"}),
     "opencode:1.4": ("strategies.opencode:OpenCode", {"generation": "overflow"}),
-    "cline-half": ("strategies.cline:Cline", {"keep": "half"}),
-    "cline-quarter": ("strategies.cline:Cline", {"keep": "quarter"}),
-    "cline:sdk": ("strategies.cline:ClineSdk", {}),
+    "cline-half": ("strategies.cline.context_manager:Cline", {"keep": "half"}),
+    "cline-quarter": ("strategies.cline.context_manager:Cline", {"keep": "quarter"}),
+    "cline:sdk": ("strategies.cline.sdk:ClineSdk", {}),
     "codex": ("strategies.codex:Codex", {}),
     "codex:2025": ("strategies.codex:Codex", {"auto_compact_limit": 256_000, "limit_fraction": None,
                                               "history_form": "bridge", "count_old_reasoning": False,
@@ -73,7 +73,7 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "codex:0.125-remote": ("strategies.codex:Codex", {"engine": "remote", "remote_keeps_answers": False}),
     "codex:0.140-remote": ("strategies.codex:Codex", {"effective_window_percent": 95, "engine": "remote",
                                                       "remote_keeps_answers": False}),
-    "five-layer": ("strategies.layered:FiveLayer", {}),
+    "five-layer": ("strategies.layered.five_layer:FiveLayer", {}),
     "claude-code": ("strategies.claude_code:ClaudeCode", {}),
     "claude-code:microcompact": ("strategies.claude_code:ClaudeCode", {"microcompact_idle_seconds": 3_600}),
     "claude-code:2.1.89": ("strategies.claude_code:ClaudeCode", {"reactive_fit": False}),
@@ -95,19 +95,22 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "observation-masking": ("strategies.masking:ObservationMasking", {}),
     "llm-summary": ("strategies.masking:LLMSummary", {}),
     "hybrid": ("strategies.masking:Hybrid", {}),
-    "openhands": ("strategies.openhands:LLMSummarizing", {}),
-    "openhands:gpt5": ("strategies.openhands:LLMSummarizing", {"max_size": 80, "keep_first": 4}),
-    "openhands:v0": ("strategies.openhands:LLMSummarizing", {"generation": "v0", "max_size": 120, "keep_first": 4}),
-    "openhands:masking": ("strategies.openhands:ObservationMasking", {}),
-    "openhands:recent": ("strategies.openhands:RecentEvents", {}),
-    "openhands:amortized": ("strategies.openhands:AmortizedForgetting", {}),
+    "openhands": ("strategies.openhands.summarizing:LLMSummarizing", {}),
+    "openhands:gpt5": ("strategies.openhands.summarizing:LLMSummarizing", {"max_size": 80, "keep_first": 4}),
+    "openhands:v0": ("strategies.openhands.summarizing:LLMSummarizing", {"generation": "v0", "max_size": 120,
+                                                                          "keep_first": 4}),
+    "openhands:masking": ("strategies.openhands.masking:ObservationMasking", {}),
+    "openhands:recent": ("strategies.openhands.recent:RecentEvents", {}),
+    "openhands:amortized": ("strategies.openhands.amortized:AmortizedForgetting", {}),
     "aider": ("strategies.aider:Aider", {}),
     "aider:2024": ("strategies.aider:Aider", {"generation": "2024"}),
     "goose": ("strategies.goose:Goose", {}),
-    "gemini-cli": ("strategies.gemini_cli:GeminiCli", {}),
-    "gemini-cli:2025": ("strategies.gemini_cli:GeminiCli", {"threshold": 0.7, "function_response_budget": None,
-                                                            "verify": False, "prompt_version": "2025",
-                                                            "size_estimate": "json", "output_masking": False}),
+    "gemini-cli": ("strategies.gemini_cli.compression:GeminiCli", {}),
+    "gemini-cli:2025": ("strategies.gemini_cli.compression:GeminiCli", {"threshold": 0.7,
+                                                                        "function_response_budget": None,
+                                                                        "verify": False, "prompt_version": "2025",
+                                                                        "size_estimate": "json",
+                                                                        "output_masking": False}),
     "copilot-cli": ("strategies.copilot_cli:CopilotCli", {}),
     "swe-agent": ("strategies.swe_agent:LastNObservations", {}),
     "tiered-placeholders": ("strategies.tiered:TieredPlaceholders", {}),
@@ -214,22 +217,32 @@ def _load_class(target: str, *, origin: str) -> type[Strategy]:
     return cls
 
 
+def source_files(klass: type) -> list[Path]:
+    """The files whose source ``klass`` runs: its module's, and when that module lies in an agent's
+    folder (``strategies/<agent>/``), every module of the folder, as its generations share helper
+    modules that no class of theirs inherits from. [] for a class without a source file."""
+    module = sys.modules.get(klass.__module__)
+    path = getattr(module, "__file__", None)
+    if not path or klass is object:
+        return []
+    if (getattr(module, "__package__", None) or "").startswith(__name__ + "."):
+        return sorted(Path(path).parent.glob("*.py"))
+    return [Path(path)]
+
+
 def source_hash(cls: type) -> str:
-    """A digest of the source of every module the class and its bases come from.
+    """A digest of the source of every module the class and its bases come from (``source_files``).
 
     Part of the task key (bench.runner.task_key): editing a strategy's code and re-running
     replays it again instead of resuming stale results, with or without a ``version`` bump.
     """
     digest = hashlib.sha256()
     for klass in cls.__mro__:
-        module = sys.modules.get(klass.__module__)
-        path = getattr(module, "__file__", None)
-        if not path or klass is object:
-            continue
-        try:
-            digest.update(Path(path).read_bytes())
-        except OSError:
-            digest.update(klass.__qualname__.encode())
+        for path in source_files(klass):
+            try:
+                digest.update(path.read_bytes())
+            except OSError:
+                digest.update(klass.__qualname__.encode())
     return digest.hexdigest()[:16]
 
 

@@ -11,7 +11,10 @@ from bench.summarizers.extractive import ExtractiveSummarizer, user_requests
 from bench.summarizers.sizes import fit, size_fit, stored
 from bench.summarizers.template import DEFAULT, sections
 from bench.tokens import Tokenizer
-from strategies import amp, cline, layered, openhands
+from strategies import amp
+from strategies.cline import sdk as cline_sdk
+from strategies.layered import _common as layered
+from strategies.openhands import summarizing
 from traces.model import Message, Text, ToolResult, ToolUse
 from traces.synthetic import generate
 
@@ -22,10 +25,10 @@ def test_the_sections_are_read_from_each_strategy_prompt_in_its_style():
     cc = sections(layered.SUMMARY_PROMPT)
     assert [s.title for s in cc][:2] == ["Primary Request and Intent", "Key Technical Concepts"]
     assert len(cc) == 9 and cc[0].heading(1) == "1. Primary Request and Intent:"
-    oh = sections(openhands.SUMMARY_PROMPT)
+    oh = sections(summarizing.SUMMARY_PROMPT)
     assert [s.title for s in oh][:3] == ["USER_CONTEXT", "TASK_TRACKING", "COMPLETED"]
     assert oh[0].heading(1) == "USER_CONTEXT:"
-    sdk = sections(cline.SDK_PROMPT)
+    sdk = sections(cline_sdk.SDK_PROMPT)
     assert [s.title for s in sdk][0] == "Goal" and sdk[0].heading(1) == "## Goal"
     assert sections(amp.COMPACT_PROMPT) == DEFAULT  # plain prose names no sections
 
@@ -72,7 +75,7 @@ def test_requests_an_earlier_summary_quoted_are_carried_forward_in_order():
 def test_summaries_reach_the_size_their_agent_writes_and_never_pass_the_budget():
     trace = generate("long", seed=1)
     summarizer = ExtractiveSummarizer()
-    for strategy, prompt in (("claude-code", layered.SUMMARY_PROMPT), ("cline:sdk", cline.SDK_PROMPT)):
+    for strategy, prompt in (("claude-code", layered.SUMMARY_PROMPT), ("cline:sdk", cline_sdk.SDK_PROMPT)):
         sizes = []
         for end in range(200, len(trace.messages), 20):
             text = summarizer.summarize(SummaryRequest(trace.messages[:end], prompt, 20_000, strategy)).text

@@ -20,7 +20,9 @@ from bench.tokens import TokenCounter
 from strategies._tools import rewrite_results, rewrite_uses
 from strategies.anthropic_clear import AnthropicClearToolUses
 from strategies.base import Event, Outcome, event
-from strategies.openhands import ObservationMasking, RecentEvents, _ViewCondenser, keep_indices
+from strategies.openhands._common import _ViewCondenser, keep_indices
+from strategies.openhands.masking import ObservationMasking
+from strategies.openhands.recent import RecentEvents
 from strategies.tiered import TieredPlaceholders
 from tests.strategies.shapes import SHAPES, shaped
 from traces.model import Message, Text, Thinking, ToolResult, ToolUse, Trace
@@ -324,7 +326,7 @@ def test_microcompact_falls_back_when_an_id_comes_back(counter):
     """A call re-using an old id makes the old output's id "old" again: the newest result is cleared
     too (the definition works on the set of ids), which only the whole-history run sees."""
     from bench.context import Meter
-    from strategies.layered import FiveLayer
+    from strategies.layered.five_layer import FiveLayer
 
     def step(i: str, tool: str, n: int) -> list[Message]:
         return [Message("assistant", (ToolUse(i, tool, {"command": "x"}),)),
