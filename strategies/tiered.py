@@ -16,17 +16,8 @@ from typing import TYPE_CHECKING
 
 from bench.context import Context
 from bench.prefix import starts_with
-from strategies._tools import (
-    PATH_KEYS,
-    file_path,
-    is_read_only,
-    quote_latest_human,
-    rewrite_results,
-    rewrite_uses,
-    safe_cut,
-    text_user,
-    tool_inputs,
-)
+from strategies._files import PATH_KEYS, file_path, is_read_only
+from strategies._tools import quote_latest_human, rewrite_results, rewrite_uses, safe_cut, text_user, tool_inputs
 from strategies.base import Event, Outcome, Strategy, event
 from traces.model import Message, Text, Thinking, ToolResult, ToolUse
 

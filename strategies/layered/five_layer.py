@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bench.context import Context
+from strategies._files import remember_files
 from strategies._tools import (
     last_assistant_index,
     new_human_turn,
     quote_latest_human,
-    remember_files,
     step_start,
     text_user,
     unanswered_start,

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from bench.context import Context
 from bench.prefix import starts_with
-from strategies._tools import is_read_only, rewrite_results, tool_inputs
+from strategies._files import is_read_only
+from strategies._tools import rewrite_results, tool_inputs
 from strategies.base import Event, event
 from strategies.layered._common import SETTLED, _block_id, _touched
 from traces.model import Message, ToolResult, ToolUse
