@@ -2,12 +2,14 @@
 
 A name maps to ``"module:Class"`` plus the parameters that make a named variant. Users add their
 own without editing this file: ``--strategies mypkg.mod:MyStrategy`` (a module path) or an entry
-point in the group ``compaction_bench.strategies``. Parameters override defaults with
-``name@key=value,key=value`` on the command line.
+point in the group ``compaction_bench.strategies`` (``strategies.loading`` imports and checks them).
+Parameters override defaults with ``name@key=value,key=value`` on the command line.
 
 Adding a built-in strategy:
 1. write ``strategies/<family>.py`` with one frozen-dataclass subclass of ``Strategy``, the real
-   agent's defaults as field defaults and the source cited in its docstring;
+   agent's defaults as field defaults and the source cited in its docstring; an agent with several
+   generations or variants gets a folder, ``strategies/<agent>/``, a short module for each (at most
+   about 300 lines: tests/strategies/test_layout.py) and what they share in ``_common.py``;
 2. add its name (and variants) to ``REGISTRY`` below;
 3. add ``tests/strategies/test_<family>.py``; the contract suite picks it up by itself.
 """
@@ -16,24 +18,15 @@ from __future__ import annotations
 
 import ast
 import difflib
-import hashlib
-import importlib
-import importlib.util
-import inspect
 import math
-import os
-import re
-import sys
-import traceback
 from collections.abc import Mapping
-from dataclasses import MISSING, fields, is_dataclass
+from dataclasses import MISSING, fields
 from importlib.metadata import entry_points
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from bench.context import COUNT, FRACTION, HOOKS, Event, Outcome, Range, Strategy, StrategySpec, event
+from bench.context import COUNT, FRACTION, Event, Outcome, Range, Strategy, StrategySpec, event
 from strategies._tools import drop_range, rewrite_results
+from strategies.loading import StrategyError, _is_path, _load_class, source_files, source_hash, validate_class
 
 __all__ = [
     "REGISTRY",
@@ -51,29 +44,31 @@ __all__ = [
     "parse_spec",
     "resolve",
     "rewrite_results",
+    "source_files",
     "source_hash",
+    "validate_class",
 ]
 
 ENTRY_POINT_GROUP = "compaction_bench.strategies"
 
 REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "none": ("strategies.none:NoCompaction", {}),
-    "opencode": ("strategies.opencode:OpenCode", {}),
-    "opencode:tail": ("strategies.opencode:OpenCode", {"generation": "tail"}),
-    "opencode:1.4": ("strategies.opencode:OpenCode", {"generation": "overflow"}),
-    "cline-half": ("strategies.cline:Cline", {"keep": "half"}),
-    "cline-quarter": ("strategies.cline:Cline", {"keep": "quarter"}),
-    "cline:sdk": ("strategies.cline:ClineSdk", {}),
-    "codex": ("strategies.codex:Codex", {}),
-    "codex:2025": ("strategies.codex:Codex", {"auto_compact_limit": 256_000, "limit_fraction": None,
+    "opencode": ("strategies.opencode.strategy:OpenCode", {}),
+    "opencode:tail": ("strategies.opencode.strategy:OpenCode", {"generation": "tail"}),
+    "opencode:1.4": ("strategies.opencode.strategy:OpenCode", {"generation": "overflow"}),
+    "cline-half": ("strategies.cline.context_manager:Cline", {"keep": "half"}),
+    "cline-quarter": ("strategies.cline.context_manager:Cline", {"keep": "quarter"}),
+    "cline:sdk": ("strategies.cline.sdk:ClineSdk", {}),
+    "codex": ("strategies.codex.strategy:Codex", {}),
+    "codex:2025": ("strategies.codex.strategy:Codex", {"auto_compact_limit": 256_000, "limit_fraction": None,
                                               "history_form": "bridge", "count_old_reasoning": False,
                                               "pre_turn_check": False}),
-    "codex:0.140": ("strategies.codex:Codex", {"effective_window_percent": 95}),
-    "codex:remote": ("strategies.codex:Codex", {"engine": "remote"}),
-    "codex:0.125-remote": ("strategies.codex:Codex", {"engine": "remote", "remote_keeps_answers": False}),
-    "codex:0.140-remote": ("strategies.codex:Codex", {"effective_window_percent": 95, "engine": "remote",
+    "codex:0.140": ("strategies.codex.strategy:Codex", {"effective_window_percent": 95}),
+    "codex:remote": ("strategies.codex.strategy:Codex", {"engine": "remote"}),
+    "codex:0.125-remote": ("strategies.codex.strategy:Codex", {"engine": "remote", "remote_keeps_answers": False}),
+    "codex:0.140-remote": ("strategies.codex.strategy:Codex", {"effective_window_percent": 95, "engine": "remote",
                                                       "remote_keeps_answers": False}),
-    "five-layer": ("strategies.layered:FiveLayer", {}),
+    "five-layer": ("strategies.layered.five_layer:FiveLayer", {}),
     "claude-code": ("strategies.claude_code:ClaudeCode", {}),
     "claude-code:microcompact": ("strategies.claude_code:ClaudeCode", {"microcompact_idle_seconds": 3_600}),
     "claude-code:2.1.89": ("strategies.claude_code:ClaudeCode", {"reactive_fit": False}),
@@ -95,27 +90,26 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "observation-masking": ("strategies.masking:ObservationMasking", {}),
     "llm-summary": ("strategies.masking:LLMSummary", {}),
     "hybrid": ("strategies.masking:Hybrid", {}),
-    "openhands": ("strategies.openhands:LLMSummarizing", {}),
-    "openhands:gpt5": ("strategies.openhands:LLMSummarizing", {"max_size": 80, "keep_first": 4}),
-    "openhands:v0": ("strategies.openhands:LLMSummarizing", {"generation": "v0", "max_size": 120, "keep_first": 4}),
-    "openhands:masking": ("strategies.openhands:ObservationMasking", {}),
-    "openhands:recent": ("strategies.openhands:RecentEvents", {}),
-    "openhands:amortized": ("strategies.openhands:AmortizedForgetting", {}),
+    "openhands": ("strategies.openhands.summarizing:LLMSummarizing", {}),
+    "openhands:gpt5": ("strategies.openhands.summarizing:LLMSummarizing", {"max_size": 80, "keep_first": 4}),
+    "openhands:v0": ("strategies.openhands.summarizing:LLMSummarizing", {"generation": "v0", "max_size": 120,
+                                                                          "keep_first": 4}),
+    "openhands:masking": ("strategies.openhands.masking:ObservationMasking", {}),
+    "openhands:recent": ("strategies.openhands.recent:RecentEvents", {}),
+    "openhands:amortized": ("strategies.openhands.amortized:AmortizedForgetting", {}),
     "aider": ("strategies.aider:Aider", {}),
     "aider:2024": ("strategies.aider:Aider", {"generation": "2024"}),
     "goose": ("strategies.goose:Goose", {}),
-    "gemini-cli": ("strategies.gemini_cli:GeminiCli", {}),
-    "gemini-cli:2025": ("strategies.gemini_cli:GeminiCli", {"threshold": 0.7, "function_response_budget": None,
-                                                            "verify": False, "prompt_version": "2025",
-                                                            "size_estimate": "json", "output_masking": False}),
+    "gemini-cli": ("strategies.gemini_cli.compression:GeminiCli", {}),
+    "gemini-cli:2025": ("strategies.gemini_cli.compression:GeminiCli", {"threshold": 0.7,
+                                                                        "function_response_budget": None,
+                                                                        "verify": False, "prompt_version": "2025",
+                                                                        "size_estimate": "json",
+                                                                        "output_masking": False}),
     "copilot-cli": ("strategies.copilot_cli:CopilotCli", {}),
     "swe-agent": ("strategies.swe_agent:LastNObservations", {}),
     "tiered-placeholders": ("strategies.tiered:TieredPlaceholders", {}),
 }
-
-
-class StrategyError(ValueError):
-    """A strategy name, path or parameter that cannot be used; the message says why."""
 
 
 def _entry_points() -> dict[str, str]:
@@ -124,146 +118,6 @@ def _entry_points() -> dict[str, str]:
 
 def names() -> list[str]:
     return sorted({*REGISTRY, *_entry_points()})
-
-
-def _where(obj: Any) -> str:
-    """``file.py:line`` of a class or function, for messages; '' when it has no source file."""
-    try:
-        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
-    except (OSError, TypeError):
-        return ""
-
-
-def _is_path(module_name: str) -> bool:
-    return module_name.endswith(".py") or "/" in module_name or "\\" in module_name
-
-
-def _import_file(path_text: str, *, origin: str) -> ModuleType:
-    """Import ``./dir/file.py`` under a name unique to its absolute path (workers do the same)."""
-    path = Path(path_text).expanduser().resolve()
-    if not path.is_file():
-        raise StrategyError(f"{origin}: no such file {path_text!r}")
-    main = sys.modules.get("__main__")
-    if getattr(main, "__file__", None) and Path(main.__file__).resolve() == path:
-        return main  # the running script's own class (compaction_bench.run runs it in this process)
-    name = "_user_strategy_" + re.sub(r"\W", "_", path.stem) + "_" + hashlib.sha1(str(path).encode()).hexdigest()[:8]
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise StrategyError(f"{origin}: cannot load {path_text!r} as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class body runs
-    try:
-        spec.loader.exec_module(module)
-    except BaseException as e:
-        sys.modules.pop(name, None)
-        if isinstance(e, KeyboardInterrupt | SystemExit):
-            raise
-        raise StrategyError(f"{origin}: {_import_failure(e, path)}") from None
-    return module
-
-
-def _import_failure(e: BaseException, path: Path | None = None) -> str:
-    """``file:line: Error: message`` at the user's line (the deepest frame outside the standard library)."""
-    if isinstance(e, SyntaxError) and e.filename:
-        return f"{e.filename}:{e.lineno}: SyntaxError: {e.msg}"
-    frames = traceback.extract_tb(e.__traceback__)
-    mine = [f for f in frames if path is not None and Path(f.filename).resolve() == path] or \
-        [f for f in frames if "importlib" not in f.filename and "/strategies/__init__.py" not in f.filename] or frames
-    where = f"{mine[-1].filename}:{mine[-1].lineno}: " if mine else ""
-    return f"{where}{type(e).__name__}: {e}"
-
-
-def _import_module(module_name: str, *, origin: str) -> ModuleType:
-    """A module by dotted name; a module in the current directory works too (as ``python -c`` would)."""
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        top = module_name.split(".")[0]
-        here = Path(top + ".py").is_file() or Path(top, "__init__.py").is_file()
-        if e.name == top and here and os.getcwd() not in sys.path:
-            sys.path.append(os.getcwd())
-            try:
-                return importlib.import_module(module_name)
-            except ModuleNotFoundError:
-                pass
-            except Exception as inner:  # noqa: BLE001 - the user's module failed while importing
-                raise StrategyError(f"{origin}: {_import_failure(inner)}") from None
-        if e.name and module_name.startswith(e.name):
-            raise StrategyError(f"{origin}: cannot import module {module_name!r} ({e}); a file in the current "
-                                "directory works as module:Class, any other as ./path/file.py:Class") from None
-        raise StrategyError(f"{origin}: {_import_failure(e)}") from None
-    except Exception as e:  # noqa: BLE001 - the user's module failed while importing
-        raise StrategyError(f"{origin}: {_import_failure(e)}") from None
-
-
-def _load_class(target: str, *, origin: str) -> type[Strategy]:
-    module_name, _, attr = target.rpartition(":") if _is_path(target.rpartition(":")[0]) else target.partition(":")
-    if not attr or not module_name:
-        raise StrategyError(f"{origin}: {target!r} is not of the form 'module:Class' or './file.py:Class'")
-    if _is_path(module_name):
-        module = _import_file(module_name, origin=origin)
-    else:
-        module = _import_module(module_name, origin=origin)
-    cls = getattr(module, attr, None)
-    if cls is None:
-        where = getattr(module, "__file__", None) or module_name
-        raise StrategyError(f"{origin}: {where} has no attribute {attr!r}")
-    validate_class(cls, origin=origin)
-    return cls
-
-
-def source_hash(cls: type) -> str:
-    """A digest of the source of every module the class and its bases come from.
-
-    Part of the task key (bench.run.runner.task_key): editing a strategy's code and re-running
-    replays it again instead of resuming stale results, with or without a ``version`` bump.
-    A class in a strategy package (``strategies.codex.strategy``: a module two levels down) hashes
-    every module of its package, since its helpers live beside it and are no base of it.
-    """
-    digest = hashlib.sha256()
-    for klass in cls.__mro__:
-        module = sys.modules.get(klass.__module__)
-        path = getattr(module, "__file__", None)
-        if not path or klass is object:
-            continue
-        files = sorted(Path(path).parent.glob("*.py")) if klass.__module__.count(".") >= 2 else [Path(path)]
-        for file in files:
-            try:
-                digest.update(file.read_bytes())
-            except OSError:
-                digest.update(klass.__qualname__.encode())
-    return digest.hexdigest()[:16]
-
-
-def validate_class(cls: Any, *, origin: str) -> None:
-    """Refuse a class that could not run in the replay, naming what is missing and where."""
-    if not inspect.isclass(cls):
-        raise StrategyError(f"{origin}: {cls!r} is not a class")
-
-    def at() -> str:  # the source is read only for a message: every build validates its class
-        where = _where(cls)
-        return f" ({where})" if where else ""
-
-    if not is_dataclass(cls) or "__dataclass_params__" not in vars(cls):  # a plain subclass inherits the flag
-        raise StrategyError(f"{origin}: {cls.__name__}{at()} must be a (frozen) dataclass of its parameters: "
-                            "add @dataclass(frozen=True)")
-    if not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
-        raise StrategyError(f"{origin}: {cls.__name__}{at()} must be frozen (@dataclass(frozen=True))")
-    for hook in HOOKS:
-        fn = getattr(cls, hook, None)
-        if not callable(fn):
-            raise StrategyError(f"{origin}: {cls.__name__}{at()} has no callable hook {hook!r}")
-        n_args = len(inspect.signature(fn).parameters)
-        if n_args != 3:
-            where = _where(fn) or _where(cls)
-            raise StrategyError(
-                f"{origin}: {cls.__name__}.{hook} ({where}) must take (self, ctx, session), it takes {n_args} "
-                "arguments"
-            )
-    if not getattr(cls, "name", ""):
-        raise StrategyError(f"{origin}: {cls.__name__}{at()} needs a class attribute 'name'")
 
 
 def resolve(name: str) -> tuple[type[Strategy], dict[str, Any]]:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bench.context import MESSAGE_OVERHEAD, Context, Message, ModelProfile, Outcome, Strategy, event
-from strategies._tools import is_prompt, is_read_only, new_human_turn, safe_cut, text_assistant, text_user
+from strategies._files import is_read_only
+from strategies._tools import is_prompt, new_human_turn, safe_cut, text_assistant, text_user
 
 if TYPE_CHECKING:
     from bench.context import Session
@@ -37,7 +38,7 @@ transcript keeps it as aider output."""
 
 def edited(m: Message) -> bool:
     """Evidence that the turn holding ``m`` edited a file: Aider's own "Applied edit to" notice, or
-    (a tool-calling trace) a call that does more than look (``_tools.is_read_only``)."""
+    (a tool-calling trace) a call that does more than look (``_files.is_read_only``)."""
     if m.role == "assistant":
         return any(not is_read_only(u) for u in m.tool_uses)
     return bool(m.meta.get("aider_output")) and EDIT_NOTICE in m.text

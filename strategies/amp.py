@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bench.context import POSITIVE, Context, Outcome, Strategy, event
-from strategies._tools import carry_request, latest_human_text, remember_files, step_start, text_user, waiting_from
+from strategies._files import remember_files
+from strategies._tools import carry_request, latest_human_text, step_start, text_user, waiting_from
 
 if TYPE_CHECKING:
     from bench.context import Session

@@ -27,17 +27,8 @@ from bench.context import (
     event,
     starts_with,
 )
-from strategies._tools import (
-    PATH_KEYS,
-    file_path,
-    is_read_only,
-    quote_latest_human,
-    rewrite_results,
-    rewrite_uses,
-    safe_cut,
-    text_user,
-    tool_inputs,
-)
+from strategies._files import PATH_KEYS, file_path, is_read_only
+from strategies._tools import quote_latest_human, rewrite_results, rewrite_uses, safe_cut, text_user, tool_inputs
 
 if TYPE_CHECKING:
     from bench.context import Session

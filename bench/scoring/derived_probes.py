@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from strategies._tools import file_path
+from strategies._files import file_path
 from traces.model import Message, Needle, ToolUse, Trace
 
 if TYPE_CHECKING:

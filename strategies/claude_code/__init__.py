@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from strategies.claude_code.common import LINE_NUMBER, PLAN_DIR, SKILL_LEAD, SKILL_TRUNCATED
 from strategies.claude_code.v2_1 import Rules21
-from strategies.layered import CLEARED
+from strategies.layered._common import CLEARED
 
 __all__ = ["LINE_NUMBER", "PLAN_DIR", "SKILL_LEAD", "SKILL_TRUNCATED", "ClaudeCode"]
 

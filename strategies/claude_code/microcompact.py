@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from bench.context import Context, Event, ToolResult, event
 from strategies._tools import rewrite_results
-from strategies.layered import CLEARED
+from strategies.layered._common import CLEARED
 
 
 def recorded_microcompact(ctx: Context) -> tuple[Context, Event] | None:

@@ -22,7 +22,7 @@ from bench.context import Context, Message, Outcome
 from strategies._tools import text_user
 from strategies.claude_code.common import _FileKnowledge, _numbered
 from strategies.claude_code.microcompact import recorded_microcompact
-from strategies.layered import FiveLayer
+from strategies.layered.five_layer import FiveLayer
 
 if TYPE_CHECKING:
     from bench.context import Session

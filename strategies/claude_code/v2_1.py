@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from bench.context import Context, Event, Message, Outcome
 from strategies.claude_code.v2_0 import Rules20
-from strategies.layered import SUMMARY_PROMPT, _fail
+from strategies.layered._common import SUMMARY_PROMPT, _fail
 
 if TYPE_CHECKING:
     from bench.context import Session

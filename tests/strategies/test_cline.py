@@ -15,18 +15,17 @@ from bench.context.session import Session
 from bench.cost.pricing import profile
 from bench.replay.loop import ReplayConfig, replay
 from bench.summarizers.extractive import ExtractiveSummarizer
-from strategies.cline import (
+from strategies.cline.context_manager import (
     CONTINUE_NOTICE,
     READ_NOTICE,
     RESULT_MISSING,
     TRUNCATION_NOTICE,
     Cline,
-    ClineSdk,
-    is_turn_start,
     max_allowed_size,
     removal_count,
-    sdk_cut_index,
 )
+from strategies.cline.sdk import ClineSdk, sdk_cut_index
+from strategies.cline.sdk_basic import is_turn_start
 from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans
 
 SONNET = profile("claude-sonnet-4-5")

@@ -14,19 +14,16 @@ from bench.cost.pricing import profile
 from bench.summarizers import Summary, SummaryRequest
 from bench.tokens.counter import TokenCounter, Tokenizer, render
 from strategies._tools import last_assistant_index
-from strategies.gemini_cli import (
+from strategies.gemini_cli._common import estimate_tokens, part_quarters
+from strategies.gemini_cli.compression import (
     ACK,
     COMPRESSION_PROMPT_2025,
     UPDATE_SNAPSHOT,
     VERIFY_PROMPT,
     GeminiCli,
-    cut_tokens,
-    estimate_tokens,
-    part_quarters,
     split_point,
-    truncated_output,
-    truncated_parts,
 )
+from strategies.gemini_cli.outputs import cut_tokens, truncated_output, truncated_parts
 from traces.model import Image, Message, Text, ToolResult, ToolUse, Usage, orphans
 
 SONNET = profile("claude-sonnet-4-5")
@@ -206,7 +203,7 @@ def test_2025_generation_threshold_prompt_and_single_call(counter):
     out = old.before_call(session(counter, 1).meter.context(msgs), session(counter, 70_000, stub))
     assert out is not None and len(stub.requests) == 1 and stub.requests[0].prompt.startswith(COMPRESSION_PROMPT_2025)
     # before e1d2653a the new history was sized as its JSON characters over 4 (client.ts @a3fe9279)
-    from strategies.gemini_cli import _chars
+    from strategies.gemini_cli.compression import _chars
     assert old.estimated(msgs, session(counter, 1)) == sum(map(_chars, msgs)) // 4
 
 
@@ -355,7 +352,7 @@ def masked_ids(ctx) -> set[str]:
 
 
 def test_older_tool_outputs_are_masked_past_the_newest_50k_once_they_total_30k(counter):
-    from strategies.gemini_cli import response_tokens
+    from strategies.gemini_cli.masking import response_tokens
 
     assert response_tokens("read_file", "y" * MASK_OUT) == 12_005
     ctx = Meter(counter, "truth").context(masking_history(10))

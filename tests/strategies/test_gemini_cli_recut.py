@@ -13,7 +13,9 @@ from bench.cost.pricing import profile
 from bench.summarizers import Summary, SummaryRequest
 from bench.tokens.counter import TokenCounter, Tokenizer
 from strategies._tools import last_assistant_index
-from strategies.gemini_cli import Cuts, GeminiCli, pointer_lead, truncated_output
+from strategies.gemini_cli.compression import GeminiCli
+from strategies.gemini_cli.cuts import Cuts
+from strategies.gemini_cli.outputs import pointer_lead, truncated_output
 from tests.strategies.test_gemini_cli import old_truncate
 from traces.model import Message, Text, ToolResult, ToolUse, Usage
 

@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 import strategies
 from bench.context.strategy import Event, Outcome, event
 from bench.cost.pricing import profile
-from bench.replay.loop import ReplayConfig, replay
-from bench.tokens.counter import TokenCounter
+from bench.replay import ReplayConfig, replay
+from bench.tokens import TokenCounter
 from strategies._tools import rewrite_results, rewrite_uses
 from strategies.anthropic_clear import AnthropicClearToolUses
-from strategies.openhands import ObservationMasking, RecentEvents, _ViewCondenser, keep_indices
+from strategies.openhands._common import _ViewCondenser, keep_indices
+from strategies.openhands.masking import ObservationMasking
+from strategies.openhands.recent import RecentEvents
 from strategies.tiered import TieredPlaceholders
 from tests.strategies.shapes import SHAPES, shaped
 from traces.model import Message, Text, Thinking, ToolResult, ToolUse, Trace
@@ -323,8 +325,8 @@ def test_incremental_paths_on_adversarial_shapes(shape: str, data: st.DataObject
 def test_microcompact_falls_back_when_an_id_comes_back(counter):
     """A call re-using an old id makes the old output's id "old" again: the newest result is cleared
     too (the definition works on the set of ids), which only the whole-history run sees."""
-    from bench.context.messages import Meter
-    from strategies.layered import FiveLayer
+    from bench.context import Meter
+    from strategies.layered.five_layer import FiveLayer
 
     def step(i: str, tool: str, n: int) -> list[Message]:
         return [Message("assistant", (ToolUse(i, tool, {"command": "x"}),)),

@@ -16,7 +16,8 @@ from bench.replay.validity import RequestCheck, problems
 from bench.summarizers.extractive import ExtractiveSummarizer
 from strategies._tools import rewrite_results, rewrite_uses
 from strategies.anthropic_clear import AnthropicClearToolUses
-from strategies.openhands import MASKED, ObservationMasking, render
+from strategies.openhands._common import render
+from strategies.openhands.masking import MASKED, ObservationMasking
 from strategies.swe_agent import LastNObservations, elided, last_n_elided
 from traces.model import Message, Text, ToolResult, ToolUse, Trace
 from traces.synthetic import generate

@@ -1,4 +1,4 @@
-"""The five-layer defense and Claude Code's configuration of it (strategies/layered.py)."""
+"""The five-layer defense (strategies/layered/) and Claude Code's configuration of it."""
 
 from __future__ import annotations
 
@@ -8,18 +8,19 @@ from dataclasses import replace
 import pytest
 
 import strategies
-from bench.context.messages import Meter
+from bench.context import Meter
 from bench.context.session import Session
 from bench.cost.pricing import profile
-from bench.replay.loop import ReplayConfig, replay
+from bench.replay import ReplayConfig, replay
 from bench.summarizers.extractive import ExtractiveSummarizer
-from strategies.claude_code import ClaudeCode
-from strategies.layered import CLEARED, SUMMARY_SECTIONS, FiveLayer
+from strategies.layered._common import CLEARED, SUMMARY_SECTIONS
+from strategies.layered.five_layer import FiveLayer
 from traces.model import Message, Text, ToolResult, ToolUse, Trace, Usage, orphans
 
 W = " abc"  # one cl100k token per 4 chars, so chars/4 estimate ≈ truth
 DIGITS = " 7"  # two tokens per 2 chars: chars/4 under-counts it 4x
 MODEL = replace(profile("claude-sonnet-4-5"), max_output=20_000)  # effective window 180K
+ClaudeCode = strategies.resolve("claude-code")[0]  # by its registry name, wherever its module lives
 
 
 class Recording:
@@ -166,7 +167,7 @@ def test_claude_code_counts_last_usage_plus_four_thirds_of_newer_estimates(count
 
 
 def test_claude_code_summary_prompt_has_the_nine_sections():
-    from strategies.layered import SUMMARY_PROMPT
+    from strategies.layered._common import SUMMARY_PROMPT
 
     assert len(SUMMARY_SECTIONS) == 9 and all(f"{i}. {s}" in SUMMARY_PROMPT for i, s in enumerate(SUMMARY_SECTIONS, 1))
 

@@ -7,13 +7,16 @@ from dataclasses import replace
 import pytest
 
 import strategies
-from bench.context.messages import Meter
+from bench.context import Meter
 from bench.context.session import Session
 from bench.cost.pricing import profile
-from bench.replay.loop import ReplayConfig, replay
+from bench.replay import ReplayConfig, replay
 from bench.summarizers.extractive import ExtractiveSummarizer
-from bench.tokens.counter import TokenCounter
-from strategies.openhands import MASKED, AmortizedForgetting, LLMSummarizing, ObservationMasking, RecentEvents
+from bench.tokens import TokenCounter
+from strategies.openhands.amortized import AmortizedForgetting
+from strategies.openhands.masking import MASKED, ObservationMasking
+from strategies.openhands.recent import RecentEvents
+from strategies.openhands.summarizing import LLMSummarizing
 from traces.model import Message, Text, ToolResult, ToolUse, Trace, orphans
 
 MODEL = replace(profile("claude-sonnet-4-5"), id="small", context_window=100_000, max_output=2_000)
@@ -86,7 +89,7 @@ def test_v1_counts_one_event_per_parallel_call_and_result(counter):
         ids = [f"c{k}_{j}" for j in range(3)]
         msgs += [Message("assistant", tuple(ToolUse(i, "bash", {"command": i}) for i in ids)),
                  Message("user", tuple(ToolResult(i, f"output {i}") for i in ids))]
-    from strategies.openhands import event_count
+    from strategies.openhands.summarizing import event_count
     assert sum(event_count(m) for m in msgs) == 38 and len(msgs) == 14
     _, _, out = run(LLMSummarizing(max_size=20), tuple(msgs), counter)
     new = out.context.messages
@@ -175,7 +178,7 @@ def test_replay_end_to_end(name):
 
 def test_v1_event_count_kept_between_calls_matches_a_count_from_scratch(counter):
     # the count moves by the appended messages, and starts afresh after each condensation
-    from strategies.openhands import event_count
+    from strategies.openhands.summarizing import event_count
     s = LLMSummarizing(max_size=20)
     meter = Meter(counter, s.estimator)
     session = Session(MODEL, meter, ExtractiveSummarizer())
