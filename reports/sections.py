@@ -252,6 +252,8 @@ def significance_line(comp: pd.DataFrame) -> str | None:
 RETENTION_COLS = (
     Col("n", "needles", count, None, "stated needles probed when the trace ended (controls excluded)"),
     Col("retained-verbatim", "retained verbatim", pct, False, "answer still verbatim in the context sent"),
+    Col("recovered-by-reread", "recovered by re-read", pct, None,
+        "answer in the context only through a simulated re-read of its file (not kept: fetched again, billed)"),
     Col("recoverable-by-reference", "recoverable by reference", pct, False,
         "answer gone, but the file path or command that fetches it is still there"),
     Col("stale", "stale", pct, True, "only an update needle's superseded value is left"),
@@ -262,7 +264,8 @@ RETENTION_COLS = (
     Col("false_positive_rate", "controls found", pct, True, "share of never-stated control needles found anyway"),
 )
 
-RETENTION_FIXED = frozenset({"retained-verbatim", "recoverable-by-reference", "stale", "missing"})
+RETENTION_FIXED = frozenset({"retained-verbatim", "recovered-by-reread", "recoverable-by-reference", "stale",
+                             "missing"})
 """``none`` keeps every message, so it keeps every needle: its retention is not a result."""
 
 
