@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from statistics import median
 
 from bench.references import EDIT_KEYS, MIN_QUOTE, ReferenceCheck
+from bench.tokens import TokenCounter
 from strategies._tools import READ_TOOLS, file_path, is_read_only
 from traces.model import Message, ToolResult, ToolUse, Trace
 
@@ -172,7 +173,7 @@ class Rereads:
                 out.append(part)
         return out
 
-    def insert(self, parts: Sequence[Shown], call: int, counter) -> Reread:  # noqa: ANN001 - a TokenCounter
+    def insert(self, parts: Sequence[Shown], call: int, counter: TokenCounter) -> Reread:
         """The read call asking for ``parts`` (the tool and arguments that showed each) and its results,
         both flagged ``META``; each result is remembered as a copy of what it shows."""
         ids = [f"reread_{call}_{k}" for k in range(len(parts))]

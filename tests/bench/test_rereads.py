@@ -29,7 +29,8 @@ MODEL = profile("claude-sonnet-4-5")
 def trace(*, last_read: dict | None = None, last_shown: str = SRC, end_at_edit: bool = False) -> Trace:
     """Read app.py twice (the second read is what the session last showed), run the tests, then edit app.py
     (the session ends there with ``end_at_edit``). The system prompt is long enough to be cached."""
-    msgs = [Message.text_message("system", "You are a coding agent. " * 400), Message.text_message("user", "fix the config parser"),
+    msgs = [Message.text_message("system", "You are a coding agent. " * 400),
+            Message.text_message("user", "fix the config parser"),
             Message("assistant", (ToolUse("r0", "read_file", {"path": "/r/app.py"}),)),
             Message("user", (ToolResult("r0", OLD),)),
             Message("assistant", (ToolUse("r1", "read_file", last_read or {"path": "/r/app.py"}),)),
@@ -97,7 +98,8 @@ def test_a_dropped_read_is_read_again_once_billed_with_the_content_last_shown():
     asked, shown = edit_request[-2:]
     assert asked.meta.get(META) and shown.meta.get(META)
     assert [(u.name, dict(u.input)) for u in asked.tool_uses] == [("read_file", {"path": "/r/app.py"})]
-    assert [r.content for r in shown.tool_results] == [SRC] and asked.tool_uses[0].id == shown.tool_results[0].tool_use_id
+    assert [r.content for r in shown.tool_results] == [SRC]
+    assert asked.tool_uses[0].id == shown.tool_results[0].tool_use_id
     assert c.reread_tokens == counter.truth(asked) + counter.truth(shown)
     # nothing is left unseen by the edit once the file was read again; without re-reads the edit's file is unseen
     assert sum(x.unseen_refs for x in result.calls) == 0
