@@ -19,7 +19,8 @@ from bench.decide.verdict import feasible_mask
 from reports.charts import BASELINE, _empty, _figure, _place_labels, family, legend_outside, style_of
 from reports.scoring import CLASSES, CLIFF, COMPARED_TITLES, DEFAULT, LOWER_IS_BETTER, Sweep, pareto_front
 
-CLASS_COLORS = {"retained-verbatim": "#2e9e4f", "recoverable-by-reference": "#7fb7e6", "stale": "#f0a030",
+CLASS_COLORS = {"retained-verbatim": "#2e9e4f", "recovered-by-reread": "#b8a1d9", "recoverable-by-reference": "#7fb7e6",
+                "stale": "#f0a030",
                 "missing": "#d9534f"}
 FRONT_COLOR = "#1a7f37"
 

@@ -24,8 +24,9 @@ BASELINE = "none"
 # cliff_rounds), restated here because importing bench.scoring.probes loads bench.replay.loop and the
 # strategies, and the report must render from the run's files alone.
 VERBATIM, RECOVERABLE, STALE, MISSING = "retained-verbatim", "recoverable-by-reference", "stale", "missing"
+REREAD = "recovered-by-reread"
 FALSE_POSITIVE = "false-positive"
-CLASSES = (VERBATIM, RECOVERABLE, STALE, MISSING)
+CLASSES = (VERBATIM, REREAD, RECOVERABLE, STALE, MISSING)
 CLIFF = 0.5
 AGE_TOKEN_EDGES = (0, 2_000, 8_000, 32_000, 128_000, np.inf)
 AGE_TOKEN_LABELS = ("< 2K", "2K–8K", "8K–32K", "32K–128K", "≥ 128K")

@@ -252,6 +252,8 @@ def significance_line(comp: pd.DataFrame) -> str | None:
 RETENTION_COLS = (
     Col("n", "needles", count, None, "stated needles probed when the trace ended (controls excluded)"),
     Col("retained-verbatim", "retained verbatim", pct, False, "answer still verbatim in the context sent"),
+    Col("recovered-by-reread", "recovered by re-read", pct, None,
+        "answer in the context only through a simulated re-read of its file (not kept: fetched again, billed)"),
     Col("recoverable-by-reference", "recoverable by reference", pct, False,
         "answer gone, but the file path or command that fetches it is still there"),
     Col("stale", "stale", pct, True, "only an update needle's superseded value is left"),
@@ -262,7 +264,8 @@ RETENTION_COLS = (
     Col("false_positive_rate", "controls found", pct, True, "share of never-stated control needles found anyway"),
 )
 
-RETENTION_FIXED = frozenset({"retained-verbatim", "recoverable-by-reference", "stale", "missing"})
+RETENTION_FIXED = frozenset({"retained-verbatim", "recovered-by-reread", "recoverable-by-reference", "stale",
+                             "missing"})
 """``none`` keeps every message, so it keeps every needle: its retention is not a result."""
 
 
@@ -297,7 +300,9 @@ def retention_html(overall: pd.DataFrame, order: Sequence[str]) -> str:
     cliff = o["cliff_round"] if "cliff_round" in o else pd.Series(pd.NA, index=o.index)
     o["cliff"] = [("—" if pd.isna(r) or not r else "never") if pd.isna(c) else f"round {int(c)}"
                   for r, c in zip(rounds, cliff, strict=True)]
-    return (f"<div class=scroll>{table(_ordered(o, order), RETENTION_COLS, by_construction=RETENTION_FIXED)}</div>"
+    reread = "recovered-by-reread"  # shown only where re-reads recovered something (not in an --open-loop run)
+    cols = [c for c in RETENTION_COLS if c.key != reread or (reread in o and o[reread].fillna(0).any())]
+    return (f"<div class=scroll>{table(_ordered(o, order), cols, by_construction=RETENTION_FIXED)}</div>"
             "<p class=legend><b>Cliff round</b>: needles are probed right after every compaction; a strategy's "
             "cliff is the first compaction round after which fewer than half of the needles stated so far were "
             "still verbatim in the context (round 1 = its first compaction). “never”: it compacted and never "

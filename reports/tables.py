@@ -41,6 +41,7 @@ class Column:
 
 COLUMNS: tuple[Column, ...] = (
     Column("cost", "cost", usd),
+    Column("cost_open_loop", "cost without re-reads", usd),
     Column("cost_no_cache", "cost without cache", usd),
     Column("input_tokens", "input tokens", _tokens),
     Column("saving_vs_none", "tokens saved vs none", lambda v: f"{v:+.1%}"),
@@ -104,8 +105,9 @@ def strategy_totals(rows: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
         "cost": g.cost.sum(), "cost_no_cache": g.cost_no_cache.sum(),
         "failed": g.failed.apply(lambda f: int((f != "").sum())),
     })
-    if "unseen_references" in rows:
-        totals["unseen_references"] = g.unseen_references.sum()
+    for col in ("unseen_references", "cost_open_loop"):
+        if col in rows:
+            totals[col] = g[col].sum()
     for col in ("retention", "llm_recall"):  # the mean over traces, as the paired comparisons use
         if col in rows:
             totals[col] = g[col].mean()

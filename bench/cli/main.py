@@ -39,6 +39,7 @@ def _config(args: argparse.Namespace):
         min_tokens=args.min_tokens,
         formats=tuple(args.format or ()),
         weight=args.weight,
+        open_loop=getattr(args, "open_loop", False),
         **_scale_options(args),
     )
 
@@ -375,6 +376,9 @@ def parser() -> argparse.ArgumentParser:
     from bench.decide.verdict import WEIGHT_HELP, WEIGHTS
 
     r.add_argument("--weight", choices=tuple(WEIGHTS), default="equal", help=WEIGHT_HELP)
+    r.add_argument("--open-loop", action="store_true",
+                   help="replay the recorded future as it is: no simulated re-read of a file the strategy dropped "
+                        "before the recorded agent acts on it (by default they are made and billed)")
     _add_scale_options(r)
     r.set_defaults(fn=_run)
 

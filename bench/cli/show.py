@@ -95,7 +95,8 @@ def context_at(run_dir: Path | str, trace_id: str, strategy: str, call: int) -> 
                                   **({"trace": trace} if config.summarizer in PER_TRACE else {}))
     replay_config = ReplayConfig(profile_for(config.model, trace.model),
                                  profile(config.summarizer_model) if config.summarizer_model else None,
-                                 config.seconds_per_call, config.cache_ttl, recorded_models=config.model == RECORDED)
+                                 config.seconds_per_call, config.cache_ttl, recorded_models=config.model == RECORDED,
+                                 open_loop=config.open_loop)  # the same re-reads as the run made
     result = replay(trace, recording, replay_config, counter=counter, summarizer=summarizer, label=strategy)
     agent_calls = [c.call for c in result.calls if c.kind == "agent"]
     if call not in seen or call not in agent_calls:

@@ -8,8 +8,13 @@ API would reject (an orphan tool result or call, a reused id, an empty message: 
 is flagged ``invalid`` with an event saying why → the call is recorded with its prompt-cache
 split → the recorded answer is appended.
 
-Limitation, by construction: the recorded future does not change after a compaction. A real
-agent that lost a fact might have re-read a file or taken another path; a replay cannot know.
+Closing the loop where it can: before a call whose recorded tool calls act on a file the session had
+shown and the strategy no longer sends, the agent is made to read it again (a billed extra call whose
+messages stay in the context: bench/replay/rereads.py); ``open_loop`` turns this off.
+
+Limitation, by construction: otherwise the recorded future does not change after a compaction. A real
+agent that lost a fact might have searched again, asked the user or taken another path; a replay
+cannot know.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from bench.cost.windows import session_windows
 from bench.replay.provider import ProviderView
 from bench.replay.records import CallRecord, EventRecord, SummaryRecord, TaskResult
 from bench.replay.references import RecordedIndex, ReferenceCheck
+from bench.replay.rereads import Rereads
 from bench.replay.validity import EVENT_KIND as INVALID
 from bench.replay.validity import RequestCheck, describe
 from bench.summarizers import Summarizer, Summary, SummaryRequest
@@ -38,9 +44,10 @@ Observer = Callable[[str, int, Context], list[dict]]
 """Called with (moment, call index, context sent) after each compaction and at the end."""
 
 COMPACTION_KINDS = frozenset({"summarize", "handoff"})
-BILLING_VERSION = 2
+BILLING_VERSION = 3
 """How a replay bills its calls; part of every task key (bench.run.runner.task_key) so a change is never
-resumed from stale rows. 2: a summarizer call carries the request's fixed overhead."""
+resumed from stale rows. 2: a summarizer call carries the request's fixed overhead. 3: simulated
+re-reads (bench/replay/rereads.py) are billed unless ``open_loop``."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,10 @@ class ReplayConfig:
     """Window and price each call as the model the trace recorded for it (``--model recorded``): a
     mid-session switch changes the window and the prices from that call on, and starts a new cache
     (another model reads nothing of the old one). ``model`` stays for calls that record none."""
+    open_loop: bool = False
+    """Replay the recorded future as it is (``--open-loop``). By default a call that acts on a file
+    the session showed and the strategy no longer sends is preceded by a simulated re-read of it
+    (bench/replay/rereads.py): an extra call, billed, whose messages stay in the strategy's context."""
 
 
 def replay(
@@ -136,11 +147,36 @@ def replay(
                 result.probes.extend({"strategy": label, **row} for row in rows)
         return new
 
+    def send(sent: Context, kind: str, output: int, overflow: bool, *, unseen: int = 0, rereads: int = 0,
+             reread_tokens: int = 0) -> None:
+        """One request of the agent: checked as the API would (``invalid``), split by the prompt cache,
+        billed; its usage is what the strategy sees as the previous call's."""
+        invalid = validity.problems(sent.messages)
+        if invalid:
+            result.events.append(EventRecord(trace.id, label, session.call_index, "send", INVALID, sent.truth,
+                                             sent.truth, sent.estimate, len(invalid), None, describe(invalid)))
+        split = provider.request(cache, sent.messages, sent.meter.overhead, clock, session.call_index)
+        result.calls.append(
+            CallRecord(
+                trace.id, label, session.call_index, kind, len(sent), split.prompt, sent.estimate,
+                split.cache_read, split.cache_write, split.uncached, output,
+                model.cost(uncached=split.uncached, cache_read=split.cache_read,
+                           cache_write=split.cache_write, output=output, ttl=config.cache_ttl),
+                model.cost_without_cache(split.prompt, output),
+                split.prefix_break, overflow, clock, unseen, len(invalid), rereads, reread_tokens,
+            )
+        )
+        session.last_usage = Usage(
+            input_tokens=split.uncached, output_tokens=output,
+            cache_read_tokens=split.cache_read, cache_write_tokens=split.cache_write,
+        )
+
     ctx = meter.context(())
     sent = ctx
     clock = 0.0
     recorded: list[Message] = []  # the session as the real agent had it, for the re-read proxy
     references = ReferenceCheck(RecordedIndex.of(trace))
+    rereads = None if config.open_loop else Rereads(trace, references)
     validity = RequestCheck()  # what the API would reject is flagged, never sent silently
     answered: Message | None = None  # the last recorded answer, not yet in ctx
     windowed: dict[tuple[str, int | None], ModelProfile] = {}  # each recorded model's profile, once
@@ -183,27 +219,26 @@ def replay(
             overflow = not model.fits(provider.prompt(sent, step.index), output)
         if result.failed:
             break
-        invalid = validity.problems(sent.messages)
-        if invalid:
-            result.events.append(EventRecord(trace.id, label, step.index, "send", INVALID, sent.truth, sent.truth,
-                                             sent.estimate, len(invalid), None, describe(invalid)))
-        split = provider.request(cache, sent.messages, sent.meter.overhead, clock, step.index)
-        result.calls.append(
-            CallRecord(
-                trace.id, label, step.index, "agent", len(sent), split.prompt, sent.estimate,
-                split.cache_read, split.cache_write, split.uncached, output,
-                model.cost(uncached=split.uncached, cache_read=split.cache_read,
-                           cache_write=split.cache_write, output=output, ttl=config.cache_ttl),
-                model.cost_without_cache(split.prompt, output),
-                split.prefix_break, overflow, clock, references.unseen(recorded, sent.messages, answer),
-                len(invalid),
-            )
-        )
+        lost = rereads.lost(recorded, sent.messages, answer) if rereads is not None else ()
+        if lost:  # the agent asks for the files it acts on and no longer sees, then acts (bench/replay/rereads.py)
+            asked = rereads.insert(lost, step.index, counter)
+            send(sent, "reread", rereads.output_tokens(asked, meter.truth), overflow,
+                 rereads=len(asked.parts), reread_tokens=meter.truth(asked.call) + meter.truth(asked.result))
+            ctx = ctx.append(asked.call, asked.result)
+            ctx = apply(strategy.on_tool_result(ctx, session), ctx, "on_tool_result")
+            if result.failed:
+                break
+            ctx = apply(strategy.before_call(ctx, session), ctx, "before_call")
+            sent = strategy.project(ctx, session)
+            overflow = False
+            if not model.fits(provider.prompt(sent, step.index), output):
+                ctx = apply(strategy.on_overflow(ctx, session), ctx, "on_overflow")
+                sent = strategy.project(ctx, session)
+                overflow = not model.fits(provider.prompt(sent, step.index), output)
+            if result.failed:
+                break
+        send(sent, "agent", output, overflow, unseen=references.unseen(recorded, sent.messages, answer))
         recorded.append(answer)
-        session.last_usage = Usage(
-            input_tokens=split.uncached, output_tokens=output,
-            cache_read_tokens=split.cache_read, cache_write_tokens=split.cache_write,
-        )
         # appended with the next step's first inputs (no hook runs in between); the recorded agent's
         # summary answer (an OpenCode compaction call) is its context, not ours
         answered = answer if id(answer) not in theirs else None

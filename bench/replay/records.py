@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,8 @@ class CallRecord:
     call: int
     """Index of the agent call this row belongs to (a summarizer row shares its agent call's index)."""
     kind: str
-    """``agent`` or ``summarizer``."""
+    """``agent``, ``summarizer`` or ``reread`` (a simulated call that read files again before the
+    recorded one: bench/replay/rereads.py)."""
     messages: int
     prompt_tokens: int
     """Truth tokens of the request as sent."""
@@ -54,6 +55,10 @@ class CallRecord:
     invalid: int = 0
     """Problems the API would reject in this request (orphan tool result or call, reused id, empty
     message); the replay sends nothing silently: an ``invalid`` event names them."""
+    rereads: int = 0
+    """On a ``reread`` row: the files it read again."""
+    reread_tokens: int = 0
+    """On a ``reread`` row: the tokens its call and results added to the context."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,9 @@ class TaskResult:
     """Recorded vs replayed compactions (bench.scoring.fidelity), when the trace's agent matches the strategy."""
     ledger: list[dict[str, Any]] = field(default_factory=list)
     """Our cache split beside the recorded one (bench.scoring.ledger_check), when the trace records usage."""
+    open_loop: dict[str, float] | None = None
+    """``cost`` and ``input_tokens`` of the same task replayed with ``open_loop`` (no re-reads), when this
+    replay made some (bench.run.runner.run_task); None: they equal this replay's (it made none, or ran open)."""
     failed: str | None = None
     """Why the session ended early (a strategy's circuit breaker), if it did."""
     error: str | None = None

@@ -321,17 +321,16 @@ class ReferenceCheck:
         st.entered, st.written, st.epoch = len(self._entered), len(self._entered_written), self._epoch
         return st.witness is None
 
-    def unseen(self, history: Sequence[Message], sent: Sequence[Message], answer: Message) -> int:
-        """Tool calls of ``answer`` with a reference that ``history`` (the recorded session so far,
-        append-only) holds and ``sent`` (the context as sent) does not."""
+    def _follow(self, history: Sequence[Message]) -> None:
+        """Index what ``history`` (the recorded session so far, append-only) added since the last check."""
         if not self._index.follows(history):
             self._index = RecordedIndex()  # not the shared trace's history: search privately
             self._index.follows(history)
         self._recorded.update(map(id, history[self._seen:]))
         self._seen = len(history)
-        uses = self._index.references(answer)
-        if not uses:
-            return 0
+
+    def _look(self, sent: Sequence[Message]) -> None:
+        """Move the view to ``sent``; what the strategy wrote that came into it is held as text."""
         recorded, written = self._recorded, self._written
         for m in self._update_view(tuple(sent)):
             if id(m) not in recorded and id(m) not in written:
@@ -342,5 +341,27 @@ class ReferenceCheck:
                     group = self._hold_text(text)
                 group[id(m)] = m
                 self._entered_written.append(id(m))
+
+    def unseen(self, history: Sequence[Message], sent: Sequence[Message], answer: Message) -> int:
+        """Tool calls of ``answer`` with a reference that ``history`` (the recorded session so far,
+        append-only) holds and ``sent`` (the context as sent) does not."""
+        self._follow(history)
+        uses = self._index.references(answer)
+        if not uses:
+            return 0
+        self._look(sent)
         upto = len(history)
         return sum(1 for refs in uses if any(self._lost(ref, history, upto) for ref in refs))
+
+    def holds(self, text: str, history: Sequence[Message], sent: Sequence[Message],
+              carriers: Sequence[Message] = ()) -> bool:
+        """Does ``sent`` still hold ``text``, which ``history`` showed? At once when one of ``carriers``
+        (messages known to hold it) is sent; else as ``unseen`` looks: a recorded message holding it
+        sent, or a message the strategy wrote (or a re-read inserted) holding it as text
+        (bench/replay/rereads.py)."""
+        self._follow(history)
+        self._look(sent)
+        in_view = self._in_view
+        if any(id(m) in in_view for m in carriers):
+            return True
+        return not self._lost(text, history, len(history))

@@ -117,6 +117,10 @@ class RunConfig:
     """Keep only traces read by these importers (``aider``, ``claude-code``, ..., ``synthetic``); empty: all."""
     weight: str = "equal"
     """Per-trace weight of the aggregate means, the verdict and the paired statistics (bench.decide.verdict.WEIGHTS)."""
+    open_loop: bool = False
+    """``--open-loop``: replay the recorded future as it is, without the simulated re-reads of files a
+    strategy dropped (bench/replay/rereads.py); by default they are made and billed, and each task that made
+    some is replayed once more without them for ``cost_open_loop`` and ``input_tokens_open_loop``."""
     objective: str | None = None
     """``--objective``: only checked before any replay (a typo fails in a second, not after the run); the
     verdict is decided from the results (bench.decide.verdict.decide)."""
@@ -205,7 +209,7 @@ def task_key(trace_sha: str, spec: strategies.StrategySpec, config: RunConfig) -
          strategies.source_hash(cls), config.model,
          config.summarizer, config.summarizer_model, config.seconds_per_call, config.cache_ttl,
          config.summarizer_options, config.probe, config.probe_model, config.truth,
-         BILLING_VERSION, _prices_key(config.prices), calibration_key()],
+         BILLING_VERSION, _prices_key(config.prices), calibration_key(), config.open_loop],
         sort_keys=True, default=str,
     )
     return hashlib.sha256(material.encode()).hexdigest()[:24]
@@ -273,11 +277,13 @@ def run_task(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpec,
             config.seconds_per_call,
             config.cache_ttl,
             recorded_models=config.model == RECORDED,
+            open_loop=config.open_loop,
         )
         strategy = strategies.build(spec)
         result = replay(trace, strategy, replay_config, counter=counter,
                         summarizer=summarizer, label=spec.label,
                         observers=_observers(trace, _asker(config, counter)))
+        result.open_loop = _open_loop(trace, counter, spec, config, replay_config, result)
         result.fidelity = _fidelity(trace, spec, result, counter)
         result.ledger = ledger_rows(trace, result)  # our cache split beside the recorded one
         return result
@@ -285,6 +291,30 @@ def run_task(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpec,
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         tb = traceback.extract_tb(e.__traceback__)[-1]
         return TaskResult(trace.id, spec.label, error=f"{detail} (at {tb.filename}:{tb.lineno})")
+
+
+def _open_loop(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpec, config: RunConfig,
+               replay_config: ReplayConfig, result: TaskResult) -> dict[str, float] | None:
+    """``cost`` and ``input_tokens`` of the task without re-reads, when its replay made some: the same
+    replay again with ``open_loop`` (no observers). None when they are this replay's own (it made no
+    re-read, or it ran open); NaN under a paid summarizer (``anthropic``): its summaries of contexts the
+    re-reads changed would be bought twice."""
+    if replay_config.open_loop or not any(c.rereads for c in result.calls):
+        return None
+    if config.summarizer == "anthropic":
+        return {"cost": math.nan, "input_tokens": math.nan}
+    from dataclasses import replace as dc_replace
+
+    from bench.summarizers import PER_TRACE
+    from bench.summarizers import build as build_summarizer
+
+    per_trace = {"trace": trace} if config.summarizer in PER_TRACE else {}
+    twin = replay(trace, strategies.build(spec), dc_replace(replay_config, open_loop=True), counter=counter,
+                  summarizer=build_summarizer(config.summarizer, **config.summarizer_options, **per_trace),
+                  label=spec.label)
+    from bench.scoring.metrics import _sum  # the total as task_row takes it: the same figure to the bit
+
+    return {"cost": _sum([c.cost for c in twin.calls]), "input_tokens": sum(c.prompt_tokens for c in twin.calls)}
 
 
 def shared_counter(trace: Trace, counts: Any) -> TokenCounter:
@@ -594,7 +624,7 @@ def _noting_unpriced(config: RunConfig, traces: Iterator[tuple[int, Trace]], unp
 
 
 SAME_RUN = ("traces", "strategies", "model", "summarizer", "summarizer_model", "seed", "seeds", "truth", "prices",
-            "probe", "cache_ttl", "seconds_per_call", "min_calls", "min_tokens", "formats", "shard")
+            "probe", "cache_ttl", "seconds_per_call", "min_calls", "min_tokens", "formats", "shard", "open_loop")
 """The settings that make two runs the same run: the same name with the same ones resumes, with
 others it is a new run whose report replaces the old one (finished tasks stay in the store)."""
 

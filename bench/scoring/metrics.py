@@ -22,7 +22,8 @@ BASELINE = "none"
 METRICS: tuple[Metric, ...] = (
     Metric("calls", "calls", None, "Agent model calls replayed (summarizer calls not included)."),
     Metric("input_tokens", "tokens", True,
-           "Prompt tokens billed over the run: every agent call plus every summarizer call (truth tokenizer)."),
+           "Prompt tokens billed over the run: every agent call, summarizer call and simulated re-read call "
+           "(truth tokenizer)."),
     Metric("saving_vs_none", "fraction", False,
            "1 − input_tokens / input_tokens of `none` on the same trace; "
            "negative means more tokens than never compacting."),
@@ -36,8 +37,18 @@ METRICS: tuple[Metric, ...] = (
            "Agent calls whose request the API would reject (a tool result without its call or a call without "
            "its result, a reused tool id, an empty message): recorded, with an `invalid` event saying why."),
     Metric("cost", "USD", True,
-           "Dollars with the prompt cache (reads, 5-min writes, uncached input, output, summarizer calls)."),
+           "Dollars with the prompt cache (reads, 5-min writes, uncached input, output, summarizer calls, and the "
+           "simulated re-reads: see `cost_open_loop`)."),
     Metric("cost_no_cache", "USD", True, "Dollars had every prompt token been billed at the plain input rate."),
+    Metric("cost_open_loop", "USD", True,
+           "`cost` of the same replay without re-reads (`--open-loop`): the recorded future as it was, where "
+           "forgetting a file costs nothing."),
+    Metric("input_tokens_open_loop", "tokens", True, "`input_tokens` of the same replay without re-reads."),
+    Metric("rereads", "files", True,
+           "Files the agent had to read again (simulated): a recorded call acted on a file the session had shown "
+           "that the context sent no longer held, so a read call and its result came first, billed (0 for `none`)."),
+    Metric("reread_tokens", "tokens", True,
+           "Tokens the simulated re-reads (their calls and results) added to the context."),
     Metric("cache_hit_rate", "fraction", False, "Share of prompt tokens read from the prompt cache."),
     Metric("prefix_breaks", "calls", True,
            "Agent calls that re-used less of the cached prefix than the previous request had written."),
@@ -170,6 +181,7 @@ def task_row(r: TaskResult, window: int | None = None) -> dict[str, object]:
     prompt = sum(c.prompt_tokens for c in calls)
     cost = _sum([c.cost for c in calls])
     agent_prompts = [c.prompt_tokens for c in agent]
+    open_loop = r.open_loop or {}
     row = {
         "trace": r.trace,
         "strategy": r.strategy,
@@ -184,6 +196,10 @@ def task_row(r: TaskResult, window: int | None = None) -> dict[str, object]:
         "invalid_requests": sum(1 for c in agent if c.invalid > 0),
         "cost": cost,
         "cost_no_cache": _sum([c.cost_no_cache for c in calls]),
+        "cost_open_loop": float(open_loop.get("cost", cost)),
+        "input_tokens_open_loop": open_loop.get("input_tokens", prompt),
+        "rereads": sum(c.rereads for c in calls),
+        "reread_tokens": sum(c.reread_tokens for c in calls),
         "cache_hit_rate": sum(c.cache_read for c in calls) / prompt if prompt else 0.0,
         "prefix_breaks": sum(1 for c in agent if c.prefix_break),
         "unseen_references": sum(c.unseen_refs for c in agent),
@@ -248,6 +264,8 @@ def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
         "overflows": g.overflows.sum(),
         "cost": g.cost.sum(),
         "cost_no_cache": g.cost_no_cache.sum(),
+        "cost_open_loop": g.cost_open_loop.sum(),
+        "rereads": g.rereads.sum(),
         "false_economy": g.false_economy.sum(),
         "unseen_references": g.unseen_references.sum(),
         "retention": g.retention.mean(),

@@ -6,6 +6,8 @@ class (evaluation.md §F.7, after the conformance kit's typed canaries):
 
 - ``retained-verbatim``: the expected answer is in the context;
 - ``stale``: an update needle's superseded ``old_answer`` is there and the new answer is not;
+- ``recovered-by-reread``: the answer is in the context only through a simulated re-read of its file
+  (bench/replay/rereads.py): not kept by the strategy, fetched again at a price;
 - ``recoverable-by-reference``: the answer is gone but the needle's ``reference`` (a path or a
   command that would fetch it again) is still there;
 - ``missing``: none of these;
@@ -33,14 +35,18 @@ import pandas as pd
 from bench.context.messages import Context
 from bench.replay.loop import Observer
 from bench.replay.records import TaskResult
+from bench.replay.rereads import META as REREAD_META
 from bench.scoring.matching import normalize, path_variants, present, variants  # noqa: F401 (re-used by name)
 from bench.scoring.metric import Metric
 from bench.tokens.counter import render
 from traces.model import Message, Needle, Trace
 
 VERBATIM, RECOVERABLE, STALE, MISSING = "retained-verbatim", "recoverable-by-reference", "stale", "missing"
+REREAD = "recovered-by-reread"
 FALSE_POSITIVE, ABSENT = "false-positive", "absent"
-CLASSES = (VERBATIM, RECOVERABLE, STALE, MISSING, FALSE_POSITIVE, ABSENT)
+CLASSES = (VERBATIM, REREAD, RECOVERABLE, STALE, MISSING, FALSE_POSITIVE, ABSENT)
+SCORED = CLASSES[:5]
+"""The classes of stated needles (controls are false-positive or absent)."""
 
 Asker = Callable[[Sequence[Message], Sequence[Needle]], dict[str, str | None]]
 """LLM probe (bench/scoring/llm_probe.py): (context sent, needles) → the model's answer per needle id
@@ -225,6 +231,9 @@ def needle_observer(
         cut = timeline.cut(call, moment)
         texts = [text_of(m) for m in ctx.messages]
         haystack = "\n".join(texts)
+        kept: str | None = None  # the context without what re-reads inserted, when it holds some
+        if any(m.meta.get(REREAD_META) for m in ctx.messages):
+            kept = "\n".join(t for t, m in zip(texts, ctx.messages, strict=True) if not m.meta.get(REREAD_META))
         rows = []
         positions: _Positions | None = None
         stated = [n for n in needles if n.message_index < cut]  # not yet stated: not probed
@@ -233,6 +242,9 @@ def needle_observer(
             answers = asker(ctx.messages, [n for n in stated if n.kind != "control"])
         for n in stated:
             cls = classify(n, haystack)
+            if kept is not None and cls == VERBATIM and n.kind != "control" and not present(
+                    n.answer, kept, is_path=n.kind == "artifact"):
+                cls = REREAD
             answer = answers.get(n.id)
             llm = {} if asker is None else {
                 "llm_answer": answer,
@@ -279,9 +291,9 @@ def retention(probes: pd.DataFrame, by: Sequence[str] = (), *, moment: str | Non
     p = _scored(probes, moment)
     keys = ["strategy", *by]
     if p.empty:
-        return pd.DataFrame(columns=[*keys, "n", "retention", *CLASSES[:4]])
+        return pd.DataFrame(columns=[*keys, "n", "retention", *SCORED])
     shares = pd.crosstab([p[k] for k in keys], p.cls, normalize="index")
-    out = shares.reindex(columns=list(CLASSES[:4]), fill_value=0.0)
+    out = shares.reindex(columns=list(SCORED), fill_value=0.0)
     out.insert(0, "retention", out[VERBATIM])
     out.insert(0, "n", p.groupby(keys).size())
     return out.reset_index()
