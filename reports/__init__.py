@@ -286,12 +286,14 @@ ESTIMATE_CAPTION = (
 def _recorded(fidelity: pd.DataFrame | None, trace: str) -> tuple[str | None, list[tuple[int, str]]]:
     """The strategy that re-implements the agent that recorded ``trace``, and the calls (with their
     trigger) at which that agent's own compactions took effect, from the run's fidelity rows."""
-    if fidelity is None or not len(fidelity) or "trace" not in fidelity:
+    if fidelity is None or not len(fidelity) or not {"trace", "strategy", "recorded_call"} <= set(fidelity.columns):
         return None, []
     f = fidelity[fidelity.trace.astype(str) == str(trace)]
     if f.empty:
         return None, []
-    recorded = [(int(r.recorded_call), str(r.trigger)) for r in f.itertuples() if pd.notna(r.recorded_call)]
+    triggers = f.trigger.astype(str) if "trigger" in f else pd.Series("?", index=f.index)
+    recorded = [(int(call), trigger) for call, trigger in zip(f.recorded_call, triggers, strict=True)
+                if pd.notna(call)]
     return str(f.strategy.iloc[0]), sorted(recorded)
 
 

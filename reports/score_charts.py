@@ -92,8 +92,8 @@ def paired_ci(comparisons: pd.DataFrame, order: Sequence[str], path: Path, *, re
             a.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _, u=unit: f"{v:+.0f}{u}"))
             a.xaxis.set_major_locator(ticker.MaxNLocator(nbins=4))  # a third of the width: fewer ticks
             a.grid(axis="y", visible=False)
-            a.set_xlabel(f"percentage points vs {reference}" if metric == "retention" else f"% of {reference}'s mean",
-                         fontsize=8)
+            who = reference if reference == BASELINE else "the choice"  # a long spec overran the next panel
+            a.set_xlabel(f"percentage points vs {who}" if metric == "retention" else f"% of {who}'s mean", fontsize=8)
         axes[0].set_yticks(range(len(rows)), [f"{s}  (runner-up)" if s == runner_up else s for s in rows])
         for label in axes[0].get_yticklabels():
             if label.get_text().endswith("(runner-up)"):
