@@ -1,17 +1,17 @@
 """`compaction-bench plan`: what a run would cost before it runs (tasks, time, output size).
 
 The traces are streamed once to count them and their messages (no token counting, no replay);
-then ``sample`` traces spread evenly over the stream (on the bundled scenarios: different
-scenarios, not two seeds of the first) run through every strategy in this process, into a
+then ``sample`` traces at evenly spaced quantiles of session length (on the bundled scenarios:
+different scenarios, not two seeds of the first) run through every strategy in this process, into a
 scratch folder, with the run's own options, and *everything the run writes is written*: the
 Parquet store, the CSV/JSONL exports when the run would write them (``--csv``), and the report
 with its charts and compaction pages unless ``--no-report``. Each kind of output is measured
 (seconds and bytes) and scaled on its own: the replay, the store, the exports and the compaction
-pages grow with the messages replayed; report.html and the verdict's bootstraps with the traces;
-the charts cost the same whatever the run's size. The replay is divided by the workers; the
-exports and the report run in one process. Left out, the exports and compaction pages made the
-estimate 5–12× short in time and 20–200× in size. The estimate is as good as the sample is
-typical: say ``--sample 5`` for mixed datasets.
+pages grow with the messages replayed; report.html with the traces; the charts and the report's
+bootstraps (set by the number of strategies) cost the same whatever the run's size. The replay
+is divided by the workers; the exports and the report run in one process. Left out, the exports
+and compaction pages made the estimate 5–12× short in time and 20–200× in size. The estimate is
+as good as the sample is typical: say ``--sample 5`` for mixed datasets.
 """
 
 from __future__ import annotations
@@ -74,18 +74,22 @@ def _sizes(run_dir: Path) -> dict[str, int]:
     return out
 
 
-def _sample(config, filters, n: int, sample: int) -> list:
+def _sample(config, filters, sizes: list[int], sample: int) -> list:
+    """``sample`` traces at evenly spaced quantiles of the stream's session lengths (``sizes``: messages
+    per trace, in stream order), read in a second pass. The run's first traces are often one scenario's
+    seeds, and evenly spaced positions picked two 6- and 24-message subagent files out of marot-spotter's
+    1,112 messages: scaled 37×, their fixed costs swamped the estimate."""
     from bench.runner import trace_sources
 
-    """``sample`` traces spread evenly over the ``n`` the stream yields (the k-th from the middle of its
-    k-th stretch), read in a second pass: a run's first traces are often one scenario's seeds."""
-    want = sorted({min(n - 1, int((k + 0.5) * n / sample)) for k in range(min(sample, n))})
-    picked, wanted = [], set(want)
+    by_size = sorted(range(len(sizes)), key=lambda i: (sizes[i], i))
+    k = min(sample, len(sizes))
+    wanted = {by_size[min(len(sizes) - 1, int((j + 0.5) * len(sizes) / k))] for j in range(k)}
+    picked = []
     for i, trace in enumerate(sources.stream(trace_sources(config), seed=config.seed, seeds=config.seeds,
                                              lenient=config.lenient, filters=filters)):
         if i in wanted:
             picked.append(trace)
-            if len(picked) == len(want):
+            if len(picked) == len(wanted):
                 break
     return picked
 
@@ -100,12 +104,14 @@ def estimate(config, *, sample: int = 2, report: bool = True) -> Estimate:
     if sample < 1:
         raise ValueError(f"--sample must be at least 1, not {sample}")
     shard = sources.parse_shard(config.shard)
-    n = messages = kept = 0
+    n = messages = 0
+    sizes: list[int] = []  # messages per trace in stream order; 0 for another shard's (never sampled)
     notes = sources.StreamNotes()
     for trace in sources.stream(trace_sources(config), seed=config.seed, seeds=config.seeds,
                                 lenient=config.lenient, filters=filters, notes=notes):
-        kept += 1
-        if shard is None or sources.in_shard(sources.trace_hash(trace), shard):
+        mine = shard is None or sources.in_shard(sources.trace_hash(trace), shard)
+        sizes.append(len(trace.messages) if mine else 0)
+        if mine:
             n += 1
             messages += len(trace.messages)
     if not n:
@@ -118,7 +124,7 @@ def estimate(config, *, sample: int = 2, report: bool = True) -> Estimate:
                                           max_cost=None)
         from traces import native
 
-        sampled = _sample(config, filters, kept, sample)
+        sampled = _sample(config, filters, sizes, sample)
         folder = Path(tmp) / "traces"
         native.write_many(sampled, folder)
         calibration = dataclasses.replace(calibration, traces=(str(folder),), min_calls=0, min_tokens=0, formats=())
@@ -145,10 +151,11 @@ def estimate(config, *, sample: int = 2, report: bool = True) -> Estimate:
     scale = messages / sample_messages
     per_trace = n / max(1, len(sampled))
     workers = max(1, config.workers)
-    # what grows with the messages (replay, store, exports, events on the pages, the tables the report
-    # folds), with the traces (the verdict's and the report's per-trace tables and bootstraps), or not at all
-    # (the charts; report.Steps names the kinds)
-    grows = {"load": scale, "page": scale, "tables": per_trace, "html": per_trace, "chart": 1.0}
+    # What grows with the messages (replay, store, exports, the tables the report folds, the events on the
+    # pages), with the traces (report.html's per-trace tables), or not at all: the charts, and the verdict's
+    # and pair tables' bootstraps, whose cost is set by the strategies (55 s for 44 of them on 2 traces and on
+    # 9 alike, measured on marot-spotter). reports.Steps names the kinds.
+    grows = {"load": scale, "page": scale, "tables": 1.0, "html": per_trace, "chart": 1.0}
     stages = {"replay": replay_s * scale / workers, "exports": export_s * scale,
               "report": sum(v * grows.get(k, scale) for k, v in report_s.items())}
     by_kind = {k: int(v * (1.0 if k == "charts" else per_trace if k == "report" else scale))

@@ -318,12 +318,14 @@ class Steps:
         self._last = self._clock()
         self.seconds: dict[str, float] = {}
         self.n = 0
+        self.ticks: list[tuple[str, float]] = []
         self.total = len(LOAD_STEPS) + CHART_SLOTS + strategies
         self.bar = tqdm(total=self.total, desc="report", unit="step", disable=not progress)
 
     def tick(self, kind: str, n: int = 1) -> None:
         now = self._clock()
         self.seconds[kind] = self.seconds.get(kind, 0.0) + now - self._last
+        self.ticks.append((kind, now - self._last))
         self._last = now
         self.n += n
         self.bar.update(n)
