@@ -150,8 +150,14 @@ def _kilo(ax: Axes, axis: str = "y") -> None:
 
 
 def context_over_calls(calls: pd.DataFrame, trace: str, strategies: Sequence[str], colors: Mapping[str, str],
-                       path: Path, *, window: int | None = None) -> Path:
-    """The sawtooth: the prompt sent at each agent call of one trace, one line per strategy."""
+                       path: Path, *, window: int | None = None, recorded: Sequence[tuple[int, str]] = (),
+                       own: str | None = None) -> Path:
+    """The sawtooth: the prompt sent at each agent call of one trace, one line per strategy.
+
+    On a recorded session, ``own`` (the re-implementation of the agent that recorded it) is drawn
+    thicker and labelled, and ``recorded`` ((call, trigger) of each compaction the agent itself made)
+    is marked by a band at that call: whether the replay of the agent's own strategy compacts where
+    the agent did is the first thing a reader of a real session asks."""
     rows = calls[(calls.trace == trace) & (calls.kind == "agent") & calls.strategy.isin(strategies)]
     with _figure(path) as (_, ax):
         title = f"Context sent per call — trace {trace}"
@@ -162,10 +168,12 @@ def context_over_calls(calls: pd.DataFrame, trace: str, strategies: Sequence[str
             r = rows[rows.strategy == s].sort_values("call")
             if r.empty:
                 continue
-            base = s == BASELINE
+            base, mine = s == BASELINE, s == own
             st = style_of(colors, s)
-            ax.plot(r.call, r.prompt_tokens, color=st.color, label=s, lw=2.2 if base else 1.4, ls=st.linestyle,
-                    zorder=3 if base else 2, marker=st.marker, markevery=max(1, len(r) // 20), markersize=4)
+            ax.plot(r.call, r.prompt_tokens, color=st.color, label=f"{s} (the agent's own)" if mine else s,
+                    lw=2.6 if mine else 2.2 if base else 1.4, ls="-" if mine else st.linestyle,
+                    zorder=4 if mine else 3 if base else 2, marker=st.marker, markevery=max(1, len(r) // 20),
+                    markersize=4)
             over = r[r.overflow.astype(bool)]
             ax.scatter(over.call, over.prompt_tokens, marker="x", color="#c0392b", s=36, zorder=4)
         # A baseline that never compacts can run to many times the window and flatten every
@@ -179,6 +187,11 @@ def context_over_calls(calls: pd.DataFrame, trace: str, strategies: Sequence[str
                         fontsize=8, color="#c0392b")
         else:
             ax.set_ylim(bottom=0)
+        for k, (call, trigger) in enumerate(recorded):
+            ax.axvspan(call - 0.5, call + 0.5, color="#c0392b", alpha=0.18, lw=0, zorder=1,
+                       label="recorded compaction" if k == 0 else None)
+            ax.annotate(f"recorded ({trigger})", (call, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -3),
+                        textcoords="offset points", rotation=90, ha="left", va="top", fontsize=7.5, color="#8e2a1f")
         if window:
             ax.axhline(window, color="#c0392b", lw=1, ls=":")
             ax.annotate(f"context window {window / 1000:,.0f}K", (0, window), xytext=(4, 4),
@@ -363,23 +376,35 @@ def cost_vs_saving(totals: pd.DataFrame, colors: Mapping[str, str], path: Path) 
 
 
 def cost_with_without_cache(totals: pd.DataFrame, colors: Mapping[str, str], path: Path) -> Path:
-    """Dollars with the prompt cache beside dollars had every prompt token been billed in full."""
-    t = totals.sort_values("cost", ascending=False)
+    """Dollars with the prompt cache, one bar per strategy, and what the cache saved it, in words.
+
+    The no-cache figure is text, not a bar: drawn, ``none``'s no-cache bar (some 30× the cheapest
+    strategy's cached cost on ``make bench``) set the axis and left the bars of interest as slivers.
+    A cached bar still far beyond the rest is cut at the axis' edge and says so."""
+    t = totals.sort_values("cost", ascending=True).iloc[::-1]  # cheapest at the top
     with _figure(path) as (_, ax):
+        title = "Cost with the prompt cache, and what the cache saved (cheapest first)"
+        if t.empty:
+            _empty(ax, title, "no finished task")
+            return path
         y = np.arange(len(t))
-        bar_colors = [colors[s] for s in t.strategy]
-        ax.barh(y + 0.2, t.cost_no_cache, height=0.38, color=bar_colors, alpha=0.3)
-        ax.barh(y - 0.2, t.cost, height=0.38, color=bar_colors)
-        top = float(t.cost_no_cache.max() or 1.0)
-        for yi, (c, nc) in zip(y, zip(t.cost, t.cost_no_cache, strict=True), strict=True):
-            # one label past the longer bar: two labels at bar ends collide where the bars are close
-            label = rf"\${c:,.2f}  (\${nc:,.2f} without the cache)"
-            ax.text(max(c, nc) + top * 0.01, yi, label, va="center", fontsize=7.5)
+        cost = t.cost.astype(float).to_numpy()
+        lim = float(np.nanmax(cost)) if len(cost) else 1.0
+        if len(cost) >= 4 and lim > 2.5 * float(np.nanquantile(cost, 0.75)):  # an outlier: cut, not squeeze
+            lim = 2.5 * float(np.nanquantile(cost, 0.75))
+        lim = lim or 1.0
+        ax.barh(y, np.minimum(cost, lim), height=0.62, color=[colors[s] for s in t.strategy])
+        for yi, c, nc in zip(y, cost, t.cost_no_cache.astype(float), strict=True):
+            saved = f", {1 - c / nc:.0%} saved" if nc > 0 and np.isfinite(nc) else ""
+            cut = " (bar cut)" if c > lim else ""
+            ax.text(min(c, lim) + lim * 0.01, yi, rf"\${c:,.2f}{cut}   ·  \${nc:,.2f} without the cache{saved}",
+                    va="center", fontsize=7.5)
         ax.set_yticks(y, t.strategy)
-        ax.set_xlim(0, top * 1.3)
+        ax.set_xlim(0, lim * 1.75)
         ax.grid(axis="y", visible=False)
-        ax.set_title("Cost with the prompt cache (solid) and without it (pale), cheapest first")
-        ax.set_xlabel("USD over all traces; pale = every prompt token billed at the plain input rate")
+        ax.set_title(title)
+        ax.set_xlabel("USD over all traces with the prompt cache; the label adds the cost had every prompt token "
+                      "been billed at the plain input rate")
     return path
 
 

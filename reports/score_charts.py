@@ -25,31 +25,51 @@ CLASS_COLORS = {"retained-verbatim": "#2e9e4f", "recovered-by-reread": "#b8a1d9"
 FRONT_COLOR = "#1a7f37"
 
 
-def paired_ci(comparisons: pd.DataFrame, order: Sequence[str], path: Path) -> Path:
-    """One panel per metric: mean difference from ``none`` with its 95% interval, per strategy.
+CLIP_QUANTILE = 0.8
+"""A relative panel's x-axis reaches 1.5× this quantile of the interval ends (when an outlier lies far
+beyond): the strategies near the reference are what the chart is for, a +700% outlier squeezed them
+into a line; an interval runs to the edge, and a mean beyond it is written there."""
 
-    Cost and tokens are shown relative to ``none``'s mean so the panels share a scale; retention
-    in percentage points. Grey = the interval holds zero (not significant).
+
+def paired_ci(comparisons: pd.DataFrame, order: Sequence[str], path: Path, *, reference: str = BASELINE,
+              runner_up: str | None = None) -> Path:
+    """One panel per metric: each strategy's mean difference from ``reference`` with its 95% interval.
+
+    The report passes the verdict's choice as ``reference`` (and its runner-up, drawn first and in
+    bold): against ``none``, which overflows and keeps everything, every strategy was "significant"
+    and the chart said nothing about the choice; against the choice, a grey interval is an equal
+    alternative. Cost and tokens are relative to the reference's mean so the panels share a scale;
+    retention in percentage points. Grey = the interval holds zero (not significant).
     """
     with _figure(path, rect=(0, 0.03, 1, 1)) as (fig, ax):  # room for the colour note at the foot
-        title = "Paired difference from never compacting (mean over traces, 95% bootstrap CI)"
+        title = ("Paired difference from never compacting" if reference == BASELINE else
+                 f"Paired difference from the verdict's choice, {reference}") + " (mean over traces, 95% CI)"
         metrics = [m for m in COMPARED_TITLES if len(comparisons) and (comparisons.metric == m).any()]
         if not metrics:
-            _empty(ax, title, "no `none` baseline or too few traces to compare")
+            _empty(ax, title, f"no `{reference}` to pair with or too few traces to compare")
             return path
         ax.remove()
         axes = fig.subplots(1, len(metrics), sharey=True, squeeze=False)[0]
-        rows = [s for s in order if s in set(comparisons.strategy)][::-1]
+        present = set(comparisons.strategy)
+        first = [runner_up] if runner_up in present else []
+        rows = (first + [s for s in order if s in present and s not in first])[::-1]
         for a, metric in zip(axes, metrics, strict=True):
             c = comparisons[comparisons.metric == metric].set_index("strategy").reindex(rows)
             if metric == "retention":
                 mid, low, high = c.mean_diff * 100, c.ci_low * 100, c.ci_high * 100
-            else:  # relative to none: the mean ratio and its own resampled interval (never under −100%)
+            else:  # relative to the reference: the mean ratio and its own resampled interval (never under −100%)
                 mid = c.mean_diff * 100 / c.mean_baseline.abs().replace(0, np.nan)
                 if "rel_low" in c:
                     low, high = c.rel_low * 100, c.rel_high * 100
                 else:  # a comparisons table written before the ratio interval existed
                     low, high = (c.ci_low * 100 / c.mean_baseline.abs(), c.ci_high * 100 / c.mean_baseline.abs())
+            ends = pd.concat([low, high]).dropna()
+            lo_lim, hi_lim = (float(ends.min()), float(ends.max())) if len(ends) else (-1.0, 1.0)
+            if metric != "retention" and len(ends) >= 4:
+                cap = 1.5 * max(float(ends.abs().quantile(CLIP_QUANTILE)), 1.0)
+                lo_lim, hi_lim = max(lo_lim, -cap), min(hi_lim, cap)
+            pad = 0.06 * max(hi_lim - lo_lim, 1.0)
+            lo_lim, hi_lim = min(lo_lim, 0.0) - pad, max(hi_lim, 0.0) + pad
             for y, s in enumerate(rows):
                 if pd.isna(mid[s]):
                     continue
@@ -57,20 +77,32 @@ def paired_ci(comparisons: pd.DataFrame, order: Sequence[str], path: Path) -> Pa
                 good = (verdict == "lower") == LOWER_IS_BETTER[metric]
                 color = "#9a9a9a" if verdict in ("not significant", "too few pairs") else (
                     "#1a7f37" if good else "#b42318")
-                a.plot([low[s], high[s]], [y, y], color=color, lw=2.4, solid_capstyle="round")
-                a.scatter(mid[s], y, color=color, s=36, zorder=3, edgecolor="white", lw=0.8)
+                x0, x1, xm = (float(np.clip(v, lo_lim, hi_lim)) for v in (low[s], high[s], mid[s]))
+                a.plot([x0, x1], [y, y], color=color, lw=3.2 if s == runner_up else 2.4, solid_capstyle="round")
+                a.scatter(xm, y, color=color, s=36, zorder=3, edgecolor="white", lw=0.8)
+                if mid[s] > hi_lim or mid[s] < lo_lim:  # the mean off the axis: written at the edge
+                    edge = hi_lim if mid[s] > hi_lim else lo_lim
+                    a.annotate(f"{mid[s]:+,.0f}%", (edge, y), xytext=(-3 if edge == hi_lim else 3, 0),
+                               textcoords="offset points", ha="right" if edge == hi_lim else "left", va="center",
+                               fontsize=7, color=color, bbox={"boxstyle": "round,pad=0.1", "fc": "white",
+                                                              "ec": "none", "alpha": 0.85})
+            a.set_xlim(lo_lim, hi_lim)
             a.axvline(0, color="#555555", lw=0.9)
             a.set_title(COMPARED_TITLES[metric], fontsize=10)
             unit = "pp" if metric == "retention" else "%"
             a.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _, u=unit: f"{v:+.0f}{u}"))
             a.xaxis.set_major_locator(ticker.MaxNLocator(nbins=4))  # a third of the width: fewer ticks
             a.grid(axis="y", visible=False)
-            a.set_xlabel("percentage points vs none" if metric == "retention" else "% of none's mean")
-        axes[0].set_yticks(range(len(rows)), rows)
+            who = reference if reference == BASELINE else "the choice"  # a long spec overran the next panel
+            a.set_xlabel(f"percentage points vs {who}" if metric == "retention" else f"% of {who}'s mean", fontsize=8)
+        axes[0].set_yticks(range(len(rows)), [f"{s}  (runner-up)" if s == runner_up else s for s in rows])
+        for label in axes[0].get_yticklabels():
+            if label.get_text().endswith("(runner-up)"):
+                label.set_fontweight("bold")
         axes[0].set_ylim(-0.6, len(rows) - 0.4)
         fig.suptitle(title, x=0.01, ha="left", fontsize=12, fontweight="bold")
-        fig.text(0.99, 0.01, "green: significantly better · red: significantly worse · grey: interval holds 0",
-                 ha="right", fontsize=8, color="#666666")
+        fig.text(0.99, 0.01, f"green: significantly better than {reference} · red: significantly worse · "
+                 "grey: interval holds 0 (as good, on these traces)", ha="right", fontsize=8, color="#666666")
     return path
 
 
@@ -105,6 +137,10 @@ def retention_classes(overall: pd.DataFrame, order: Sequence[str], path: Path) -
 
 SMALL_MULTIPLES = 12
 """More lines than this on one axis are a tangle: one small panel per agent family instead."""
+ROUNDS_SPREAD = 4
+"""When one strategy compacts more than this many times as often as another (gemini-cli's 160 rounds
+against a handful), a shared x-axis squeezes the others into a smear at its left edge: panels then,
+each with its own x-axis."""
 
 
 def _round_lines(ax: Axes, rows: pd.DataFrame, colors: Mapping[str, str], *, label: Callable[[str], str]) -> int:
@@ -138,7 +174,8 @@ def retention_by_round(cliffs: pd.DataFrame, colors: Mapping[str, str], path: Pa
         if have.empty:
             _empty(ax, title, "no strategy compacted while needles were probed")
             return path
-        if len(have) > SMALL_MULTIPLES:
+        last = have.retention_by_round.map(lambda r: max(r, default=1))
+        if len(have) > SMALL_MULTIPLES or (len(have) > 1 and last.max() > ROUNDS_SPREAD * max(1, last.min())):
             _round_panels(fig, ax, have, colors, title)
             return path
         top = _round_lines(ax, have, colors, label=str)
@@ -154,18 +191,22 @@ def retention_by_round(cliffs: pd.DataFrame, colors: Mapping[str, str], path: Pa
 
 
 def _round_panels(fig: Figure, ax: Axes, have: pd.DataFrame, colors: Mapping[str, str], title: str) -> None:
-    """Small multiples: one panel per family, shared axes, each panel's legend naming its variants."""
+    """Small multiples: one panel per family, each panel's legend naming its variants.
+
+    The y-axis (share retained) is shared; each panel has its own x-axis, from round 1 to its own
+    last round: a shared 0–160 (gemini-cli compacts every few calls) left the panels of the agents
+    that compact a handful of times as smears at x≈0."""
     families = sorted(dict.fromkeys(family(s) for s in have.strategy))
     ncols = int(np.ceil(np.sqrt(len(families) * 1.7)))
     nrows = int(np.ceil(len(families) / ncols))
     ax.remove()
-    axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False).ravel()
-    top = 1
+    axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False).ravel()
     for a, fam in zip(axes, families, strict=False):
         rows = have[have.strategy.map(family) == fam]
         alone = len(rows) == 1  # the panel's title names it in full
-        top = max(top, _round_lines(a, rows, colors,
-                                    label=str if alone else lambda s, f=fam: s[len(f):].lstrip(":@") or f))
+        top = _round_lines(a, rows, colors, label=str if alone else lambda s, f=fam: s[len(f):].lstrip(":@") or f)
+        a.set_xlim(0.5, top + 0.5)
+        a.xaxis.set_major_locator(ticker.MaxNLocator(integer=True, nbins=4, min_n_ticks=1))
         a.set_title(rows.strategy.iloc[0] if alone else fam, fontsize=9, loc="left", fontweight="bold")
         if len(rows) > 1:
             a.legend(loc="best", fontsize=6.5, handlelength=2.2, borderaxespad=0.2, frameon=True, framealpha=0.85,
@@ -173,11 +214,9 @@ def _round_panels(fig: Figure, ax: Axes, have: pd.DataFrame, colors: Mapping[str
         a.tick_params(labelsize=7)
     for a in axes[len(families):]:
         a.set_visible(False)
-    axes[0].set_xlim(0.5, top + 0.5)
-    axes[0].xaxis.set_major_locator(ticker.MaxNLocator(integer=True, nbins=5))
     fig.suptitle(title + ", one panel per agent", x=0.01, ha="left", fontsize=12, fontweight="bold")
-    fig.supxlabel("compaction round (probed right after it compacted); dotted: the 50% cliff, red ring: "
-                  "each strategy's cliff", fontsize=8)
+    fig.supxlabel("compaction round (probed right after it compacted; each panel to its own last round); "
+                  "dotted: the 50% cliff, red ring: each strategy's cliff", fontsize=8)
     fig.supylabel("needles retained verbatim", fontsize=8)
 
 

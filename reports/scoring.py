@@ -77,9 +77,11 @@ def weighted_totals(totals: pd.DataFrame, rows: pd.DataFrame, weighting: str) ->
     return out
 
 
-def comparisons(results: pd.DataFrame, *, resamples: int = stats.REPORT_B, weighting: str = "equal") -> pd.DataFrame:
-    """Paired bootstrap of each strategy against ``none``, per metric, on the traces both finished
-    (each trace weighted by ``weighting``, bench.decide.verdict.trace_weights)."""
+def comparisons(results: pd.DataFrame, *, resamples: int = stats.REPORT_B, weighting: str = "equal",
+                baseline: str = BASELINE) -> pd.DataFrame:
+    """Paired bootstrap of each strategy against ``baseline`` (``none``, or the verdict's choice for the
+    report's chart), per metric, on the traces both finished (each trace weighted by ``weighting``,
+    bench.decide.verdict.trace_weights)."""
     ok = results[results.error.fillna("").astype(str) == ""] if "error" in results else results
     weights = None if check_weight(weighting) == "equal" else trace_weights(ok, weighting)
     frames = []
@@ -87,7 +89,7 @@ def comparisons(results: pd.DataFrame, *, resamples: int = stats.REPORT_B, weigh
         if metric not in ok or not pd.to_numeric(ok[metric], errors="coerce").notna().any():
             continue
         table = ok.assign(**{metric: pd.to_numeric(ok[metric], errors="coerce")})
-        frames.append(stats.compare_to_baseline(table, metric, baseline=BASELINE, resamples=resamples,
+        frames.append(stats.compare_to_baseline(table, metric, baseline=baseline, resamples=resamples,
                                                 weights=weights))
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

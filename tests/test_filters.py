@@ -134,7 +134,7 @@ def test_cli_prints_the_filtered_counts_and_refuses_when_nothing_is_left(folder:
 
 
 def test_plan_counts_only_the_traces_that_pass_and_says_what_it_dropped(folder: Path, tmp_path: Path) -> None:
-    from bench.run.planner import estimate, format_estimate
+    from bench.cli.plan import estimate, format_estimate
 
     config = RunConfig(traces=(str(folder),), strategies=("none",), out=str(tmp_path / "out"), executor="local",
                        workers=1, formats=("native",))

@@ -1,5 +1,5 @@
-"""cli: the `compaction-bench` command (main) and the commands beside it (show, conformance,
-fidelity, perf, perf_scale)."""
+"""cli: the `compaction-bench` command (main) and the commands beside it (plan, show,
+conformance, fidelity, perf, perf_scale)."""
 
 from bench.cli.main import main
 

@@ -88,7 +88,9 @@ def _run(args: argparse.Namespace) -> int:
         except ImportError:
             pass
         else:
-            print(f"report: {render(output.run_dir, objective=args.objective, self_contained=args.self_contained)}")
+            page = render(output.run_dir, objective=args.objective, self_contained=args.self_contained,
+                          progress=not args.quiet)
+            print(f"report: {page}")
     if args.no_report or not (output.run_dir / "verdict.json").exists():
         from bench.run.store import atomic_write
 
@@ -148,9 +150,9 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from bench.run.planner import estimate, format_estimate
+    from bench.cli.plan import estimate, format_estimate
 
-    print(format_estimate(estimate(_config(args), sample=args.sample)))
+    print(format_estimate(estimate(_config(args), sample=args.sample, report=not args.no_report)))
     return 0
 
 

@@ -1,14 +1,13 @@
-"""run: a sweep from traces to a finished run folder. Traces stream in (sources), tasks are
-planned and estimated (planner), executed locally, in a process pool or on Ray (executors), stored
-as Parquet (store) and joined across shards (merge); runner orchestrates them and ends with the
-verdict."""
+"""run: a sweep from traces to a finished run folder. Traces stream in (sources), tasks run locally,
+in a process pool or on Ray (executors), are stored as Parquet (store) and joined across shards
+(merge); runner orchestrates them and ends with the verdict; tune splits the traces to choose
+thresholds on some and score them on the others."""
 
 from importlib import import_module
 
 _MODULES = {
     "runner": ("RunConfig", "RunOutput", "run",),
     "store": ("Store", "load_results",),
-    "planner": ("estimate",),
     "merge": ("merge_runs",),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}

@@ -482,6 +482,25 @@ def plan_jobs(config: RunConfig, specs: list[strategies.StrategySpec], traces: I
             yield executors.Job(trace, counts, tuple(todo[i:i + per_job]))
 
 
+def count_tasks(config: RunConfig, specs: list[strategies.StrategySpec], done: set[str]) -> int:
+    """The tasks this run will replay, counted before the first one starts, so that the progress bar's
+    total is right from the start: set from the plan as traces streamed in, it grew while the bar
+    moved and the bar ran backwards (53% of 76, then 42% of 114, ...). One extra pass over the
+    sources that only reads them (no token counting unless ``--min-tokens`` needs it, no replay);
+    each trace is hashed only when a ``--shard`` or tasks already stored need its task keys."""
+    shard = sources.parse_shard(config.shard)
+    todo = 0
+    for trace in sources.stream(trace_sources(config), seed=config.seed, seeds=config.seeds, lenient=config.lenient,
+                                filters=trace_filter(config)):
+        if shard is None and not done:
+            todo += len(specs)
+            continue
+        sha = trace_hash(trace)
+        if sources.in_shard(sha, shard):
+            todo += sum(task_key(sha, spec, config) not in done for spec in specs)
+    return todo
+
+
 class Budget:
     """``--max-cost``: what the run has spent on a paid API, and whether another task may start.
 
@@ -547,7 +566,8 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
     budget = Budget(config)
     unpriced: dict[str, str] = {}
     traces = _noting_unpriced(config, enumerate(itertools.chain([first], stream)), unpriced)
-    jobs = budget.gate(plan_jobs(config, specs, traces, store.done(), planned))
+    done = store.done()
+    jobs = budget.gate(plan_jobs(config, specs, traces, done, planned))
     executor = executors.build(config.executor, run_job, (config, window), workers=config.workers,
                                address=config.ray_address)
 
@@ -556,11 +576,13 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
             store.add(out)
             budget.finished(out)
 
-    bar = tqdm(desc="replaying", unit="task", disable=not progress)
+    bar = tqdm(total=count_tasks(config, specs, done) if progress else None, desc="replaying", unit="task",
+               disable=not progress)
     try:
         for outputs in executor.results(jobs):
             save(outputs)
-            bar.total = planned.todo
+            if bar.total is not None and planned.todo > bar.total:  # a source grew between the two passes
+                bar.total = planned.todo
             bar.update(len(outputs))
     except KeyboardInterrupt:  # start nothing new; save what is finishing (a 2nd Ctrl-C: what has finished)
         try:
