@@ -81,6 +81,17 @@ def _run(args: argparse.Namespace) -> int:
 
     verdict = decide(output.table, args.objective, weight=args.weight, summarizer=args.summarizer)
     print(f"\nverdict: {verdict.sentence}")
+    from bench.robustness import analyse, attach
+
+    if not args.quiet:
+        print("(checking the choice under other prices, weights, scenarios, window and cache TTL; the last two "
+              "replay the top candidates)", file=sys.stderr)
+    robust = analyse(output.run_dir, output.table, verdict, objective=args.objective, weight=args.weight,
+                     summarizer=args.summarizer)
+    verdict = attach(verdict, robust)
+    if robust.lines():
+        print(f"robustness ({'the choice holds' if robust.to_dict()['holds'] else 'the choice changes'}):")
+        print("\n".join(robust.lines()))
     if not args.no_report:
         try:
             from reports import render

@@ -341,6 +341,7 @@ def render(run_dir: Path, *, trace: str | None = None, sawtooth: list[str] | Non
     order = totals.strategy.tolist()
     verdict = bv.decide(rows, objective, resamples=scoring.resamples(run.info), weight=scoring.weight(run.info),
                         summarizer=(run.info.get("config") or {}).get("summarizer"))
+    verdict = decision.with_robustness(run_dir, rows, verdict, run.info, objective)
     decision.write(run_dir, verdict)
     s = score(run, rows, totals)
     figures = _charts(run, run_dir, rows, totals, s, trace, sawtooth, verdict.recommended)
