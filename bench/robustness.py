@@ -136,32 +136,51 @@ def price_components(calls: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """Per (trace, strategy) the dollars of each token column (``usd_uncached``, ...), and the traces
     whose stored dollars the fitted rates do not reproduce (left out of the price changes).
 
-    The rates are fitted per trace and call kind over every call of every strategy (all of them run as
-    the same model), by least squares; a fit is accepted only when it reproduces each call's stored
-    dollars (to a millionth of the trace's total) and every token column used is identifiable. A
-    session that switched model, or crossed a long-context price tier, fails the check and is named.
+    The rates are fitted per trace over every call of every strategy (all of them run as the trace's
+    model), by least squares, else per trace and call kind (a ``--summarizer-model``); a fit is accepted
+    only when it reproduces each call's stored dollars (to a millionth of the trace's total) and every
+    token column used can be told apart. A session that switched model, or crossed a long-context
+    price tier, fails the check and is named (the rates are not in the calls table, so they are
+    recovered rather than looked up again).
     """
     cols = ["trace", "strategy", *(f"usd_{c}" for c in TOKEN_COLUMNS)]
     need = {"trace", "strategy", "kind", "cost", *TOKEN_COLUMNS}
     if calls.empty or not need <= set(calls.columns):
         return pd.DataFrame(columns=cols), []
-    parts, bad = [], set()
-    for (trace, _kind), g in calls.groupby(["trace", "kind"], sort=False):
-        x = g[list(TOKEN_COLUMNS)].to_numpy(float)
-        y = g.cost.to_numpy(float)
-        used = np.flatnonzero(np.abs(x).sum(axis=0) > 0)
-        rates = np.zeros(len(TOKEN_COLUMNS))
-        if len(used):
-            sol, *_ = np.linalg.lstsq(x[:, used], y, rcond=None)
-            rates[used] = sol
-            if np.linalg.matrix_rank(x[:, used]) < len(used):
-                bad.add(str(trace))
-        if np.abs(x @ rates - y).max(initial=0.0) > 1e-6 * max(abs(y).sum(), 1e-9):
-            bad.add(str(trace))
-        parts.append(pd.DataFrame(x * rates, columns=cols[2:]).assign(trace=g.trace.to_numpy(),
-                                                                        strategy=g.strategy.to_numpy()))
+    parts, bad = [], []
+    for trace, g in calls.groupby("trace", sort=False):
+        # one set of rates for the whole trace (the summarizer runs as the trace's model unless
+        # --summarizer-model says otherwise); else one per call kind; else the trace is named
+        fitted = _fit(g)
+        if fitted is None and g.kind.nunique() > 1:
+            per_kind = [_fit(k) for _, k in g.groupby("kind", sort=False)]
+            if all(p is not None for p in per_kind):
+                fitted = pd.concat(per_kind)
+        if fitted is None:
+            bad.append(str(trace))
+            continue
+        parts.append(fitted)
+    if not parts:
+        return pd.DataFrame(columns=cols), sorted(bad)
     usd = pd.concat(parts, ignore_index=True).groupby(["trace", "strategy"], sort=False).sum().reset_index()
-    return usd[~usd.trace.isin(bad)][cols], sorted(bad)
+    return usd[cols], sorted(bad)
+
+
+def _fit(g: pd.DataFrame) -> pd.DataFrame | None:
+    """Per call, the dollars of each token column under one set of rates fitted to ``g``'s calls; None
+    when no single set reproduces every stored dollar or a used column cannot be told apart."""
+    x = g[list(TOKEN_COLUMNS)].to_numpy(float)
+    y = g.cost.to_numpy(float)
+    used = np.flatnonzero(np.abs(x).sum(axis=0) > 0)
+    rates = np.zeros(len(TOKEN_COLUMNS))
+    if len(used):
+        if np.linalg.matrix_rank(x[:, used]) < len(used):
+            return None
+        rates[used] = np.linalg.lstsq(x[:, used], y, rcond=None)[0]
+    if np.abs(x @ rates - y).max(initial=0.0) > 1e-6 * max(np.abs(y).sum(), 1e-9):
+        return None
+    return pd.DataFrame(x * rates, columns=[f"usd_{c}" for c in TOKEN_COLUMNS]).assign(
+        trace=g.trace.to_numpy(), strategy=g.strategy.to_numpy())
 
 
 def price_variants() -> list[tuple[str, dict[str, float]]]:
