@@ -83,13 +83,15 @@ def _run(args: argparse.Namespace) -> int:
     print(f"\nverdict: {verdict.sentence}")
     from bench.robustness import analyse, attach
 
-    if not args.quiet:
-        print("(checking the choice under other prices, weights, scenarios, window and cache TTL; the last two "
-              "replay the top candidates)", file=sys.stderr)
-    robust = analyse(output.run_dir, output.table, verdict, objective=args.objective, weight=args.weight,
-                     summarizer=args.summarizer)
-    verdict = attach(verdict, robust)
-    if robust.lines():
+    robust = None
+    if args.robustness != "off":
+        if not args.quiet and args.robustness == "replay":
+            print("(checking the choice under other prices, weights, scenarios, window and cache TTL; the last two "
+                  "replay the top candidates)", file=sys.stderr)
+        robust = analyse(output.run_dir, output.table, verdict, objective=args.objective, weight=args.weight,
+                         summarizer=args.summarizer, replay=args.robustness == "replay")
+        verdict = attach(verdict, robust)
+    if robust is not None and robust.lines():
         print(f"robustness ({'the choice holds' if robust.to_dict()['holds'] else 'the choice changes'}):")
         print("\n".join(robust.lines()))
     if not args.no_report:
@@ -354,6 +356,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="out")
     r.add_argument("--no-report", action="store_true", help="skip the HTML report")
     r.add_argument("--objective", default="default", help=OBJECTIVE_HELP)
+    r.add_argument("--robustness", choices=("replay", "recompute", "off"), default="replay",
+                   help="does the verdict hold under change: replay (default: prices ±20%%, weighting and "
+                        "scenarios recomputed, window 1M and cache TTL replayed for the top candidates), "
+                        "recompute (no replay) or off")
     r.add_argument("--self-contained", action="store_true", help="embed the charts in report.html (one file)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--min-calls", type=int, default=0, metavar="N",

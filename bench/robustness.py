@@ -58,6 +58,8 @@ TOKEN_COLUMNS = ("uncached", "cache_read", "cache_write", "output_tokens")
 REPLAY_DIR = "robustness"
 CACHE_FILE = "robustness.json"
 WINDOW_LONG = 1_000_000
+SMALL_REPLAY = 24
+"""Replays of at most this many tasks run in this process (a pool's start costs more than they do)."""
 
 
 @dataclass(frozen=True)
@@ -322,8 +324,10 @@ def _replay(run_dir: Path, info: dict[str, Any], name: str, strategies: Sequence
     from bench import pricing
     from bench.runner import run
 
+    tasks = len(strategies) * max(len(info.get("traces") or ()), 1)
+    small = {"executor": "local"} if tasks <= SMALL_REPLAY else {}  # no process pool to start for a few tasks
     config = _run_config(info, strategies=tuple(strategies), out=str(run_dir / REPLAY_DIR), name=name,
-                         csv="no", shard=None, objective=None, **changes)
+                         csv="no", shard=None, objective=None, **{"detail": "summary", **small, **changes})
     saved = dict(pricing._EXTRA)
     try:
         return run(config, progress=False).table
@@ -447,12 +451,13 @@ def analyse(run_dir: Path | None, results: pd.DataFrame, v: bv.Verdict, *, objec
     if info is None and run_dir is not None and (run_dir / "run.json").is_file():
         info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     info = info or {}
-    key = _fingerprint(results, v, objective=objective, weight=weight, replay=replay, resamples=resamples)
+    key = _fingerprint(results, v, objective=objective or "default", weight=bv.check_weight(weight),
+                       resamples=resamples)
     cache = run_dir / REPLAY_DIR / CACHE_FILE if run_dir is not None else None
-    if cache is not None and cache.is_file():
+    if cache is not None and cache.is_file():  # a replayed measure serves a request that replays nothing
         try:
             saved = json.loads(cache.read_text(encoding="utf-8"))
-            if saved.get("key") == key:
+            if saved.get("key") == key and (saved.get("replayed") or not replay):
                 return _from_dict(saved["robustness"])
         except (ValueError, KeyError, TypeError):
             pass
@@ -488,7 +493,9 @@ def analyse(run_dir: Path | None, results: pd.DataFrame, v: bv.Verdict, *, objec
     group_by, groups = by_group(results, v, info=info, objective=objective, weight=weight, summarizer=summarizer,
                                 resamples=resamples)
     gap: list[dict[str, Any]] = []
-    if replay and run_dir is not None and info.get("config"):
+    if not replay:
+        notes.append("window and cache TTL not replayed (compaction-bench run --robustness replay measures them)")
+    elif run_dir is not None and info.get("config"):
         more, why = replayed_changes(run_dir, results, v, info, weight=weight, **decide)
         changes += more
         notes += why
@@ -498,7 +505,8 @@ def analyse(run_dir: Path | None, results: pd.DataFrame, v: bv.Verdict, *, objec
     if cache is not None:
         from bench.store import atomic_write
 
-        atomic_write(cache, json.dumps({"key": key, "robustness": out.to_dict()}, indent=1, default=str) + "\n")
+        atomic_write(cache, json.dumps({"key": key, "replayed": bool(replay and info.get("config")),
+                                        "robustness": out.to_dict()}, indent=1, default=str) + "\n")
     return out
 
 
