@@ -92,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
                          summarizer=args.summarizer, replay=args.robustness == "replay")
         verdict = attach(verdict, robust)
     if robust is not None and robust.lines():
-        print(f"robustness ({'the choice holds' if robust.to_dict()['holds'] else 'the choice changes'}):")
+        print(f"robustness: {robust.headline()}")
         print("\n".join(robust.lines()))
     if not args.no_report:
         try:

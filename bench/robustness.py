@@ -100,19 +100,20 @@ class Robustness:
                 "summarizer_gap": [_clean(g) for g in self.gap], "notes": list(self.notes)}
 
     def lines(self) -> list[str]:
-        """A few console lines: one per kind of change, the per-group winners, the gap."""
+        """A few console lines: one per kind of change, the replayed candidates, the per-group winners, the gap."""
         if self.choice is None:
             return []
         out = []
         for kind in dict.fromkeys(c.kind for c in self.changes):
             cs = [c for c in self.changes if c.kind == kind]
             flips = [c for c in cs if not c.same]
-            what = ", ".join(c.setting for c in cs)
-            if flips:
-                body = "; ".join(f"{c.setting} → {c.winner or 'nothing qualifies'}" for c in flips)
-                out.append(f"  {kind}: changes under {body} (of {what}; {cs[0].method})")
-            else:
-                out.append(f"  {kind}: holds ({what}; {cs[0].method})")
+            how = "replayed" if cs[0].method.startswith("replayed") else "recomputed"
+            head = f"  {KIND_WORDS.get(kind, kind)} ({_settings(kind, cs)}), {how}: "
+            out.append(head + ("holds" if not flips else "changes: " + "; ".join(
+                f"{c.setting} → {c.winner or 'nothing qualifies'}" for c in flips)))
+        replayed = next((c.method for c in self.changes if c.method.startswith("replayed")), "")
+        if replayed:
+            out.append(f"  ({replayed})")
         if self.groups:
             out.append(f"  by {self.group_by}: " + "; ".join(
                 f"{g['group']} ({g['traces']}) → {g.get('winner') or 'nothing qualifies'}" for g in self.groups))
@@ -122,6 +123,25 @@ class Robustness:
                        f"{_pct(g['retention_recorded'])} through the recorded summaries")
         out.extend(f"  note: {n}" for n in self.notes)
         return out
+
+    def headline(self) -> str:
+        """``the choice holds`` or ``the choice changes under N of M changes``, with the groups."""
+        flips = sum(not c.same for c in self.changes)
+        groups = sum(g.get("winner") != self.choice for g in self.groups)
+        text = "the choice holds under every change" if not flips else \
+            f"the choice changes under {flips} of {len(self.changes)} changes"
+        if self.groups:
+            text += (f"; it wins in {len(self.groups) - groups} of {len(self.groups)} {self.group_by}s alone")
+        return text
+
+
+KIND_WORDS = {"price": "prices", "weight": "weighting", "window": "window", "cache_ttl": "cache TTL"}
+
+
+def _settings(kind: str, cs: Sequence[Change]) -> str:
+    if kind == "price":
+        return f"input, output, cache ±{STEP:.0%} each; input and output opposed"
+    return ", ".join(c.setting for c in cs)
 
 
 def _pct(v: Any) -> str:
@@ -219,14 +239,14 @@ def trace_groups(results: pd.DataFrame, info: dict[str, Any] | None) -> tuple[st
     synthetic = all(str(t).startswith("synthetic/") for t in traces)
     if synthetic:
         return "scenario", pd.Series({t: str(t).split("/")[1] for t in traces}, dtype=object)
-    return "agent", pd.Series({t: agents.get(t) or str(t).split("/")[0] for t in traces}, dtype=object)
+    return "agent", pd.Series({t: agents.get(t) or "unknown agent" for t in traces}, dtype=object)
 
 
 def by_group(results: pd.DataFrame, v: bv.Verdict, *, info: dict[str, Any] | None, objective: str | None,
              weight: str | None, summarizer: str | None, resamples: int) -> tuple[str, list[dict[str, Any]]]:
     """The verdict decided on each group's traces alone, and the choice vs runner-up paired within it."""
     kind, groups = trace_groups(results, info)
-    if groups.nunique() < 2 and len(groups) < 2:
+    if groups.nunique() < 2:  # one group is the pooled verdict again
         return kind, []
     goal = bv.parse_objective(objective).goal
     rows = []
@@ -299,8 +319,8 @@ def long_window_prices(info: dict[str, Any], path: Path) -> tuple[Path | None, l
             notes.append(f"{m}: no long-context profile; its window is unchanged")
             continue
         if base.context_window >= WINDOW_LONG or long.context_window < WINDOW_LONG:
-            notes.append(f"{m}: already {base.context_window:,} tokens; not varied" if base.context_window >= WINDOW_LONG
-                         else f"{m}: no 1M profile; its window is unchanged")
+            notes.append(f"{m}: already {base.context_window:,} tokens; not varied"
+                         if base.context_window >= WINDOW_LONG else f"{m}: no 1M profile; its window is unchanged")
             continue
         entry = [f'[models."{m}"]', f"context_window = {long.context_window}"]
         entry += [f"{f} = {getattr(long.rates, f)}" for f in RATE_FIELDS if getattr(long.rates, f) is not None]
@@ -358,8 +378,11 @@ def replayed_changes(run_dir: Path, results: pd.DataFrame, v: bv.Verdict, info: 
     prices, why = long_window_prices(info, run_dir / REPLAY_DIR / "window-1m.toml")
     notes += why
     if prices is not None:
-        settings.append(("window", "200K → 1M", "window-1m",
+        windows = pd.to_numeric(results.get("window", pd.Series(dtype=float)), errors="coerce").dropna()
+        was = "/".join(f"{w / 1000:,.0f}K" for w in sorted(windows.unique())) if len(windows) else "the run's"
+        settings.append(("window", f"{was} → 1M", "window-1m",
                          {"prices": (*tuple(cfg.get("prices") or ()), str(prices))}))
+    alone = bv.decide(base, objective, resamples=resamples, weight=weight, summarizer=summarizer).recommended
     for kind, label, name, change in settings:
         try:
             table = _replay(run_dir, info, name, top, **change)
@@ -367,10 +390,9 @@ def replayed_changes(run_dir: Path, results: pd.DataFrame, v: bv.Verdict, info: 
             notes.append(f"{kind} {label} not replayed: {(str(e) or type(e).__name__).splitlines()[0][:200]}")
             continue
         w = bv.decide(table, objective, resamples=resamples, weight=weight, summarizer=summarizer)
-        same_subset = bv.decide(base, objective, resamples=resamples, weight=weight, summarizer=summarizer)
         changes.append(Change(kind, label, w.recommended, w.recommended == v.recommended, method,
-                              "" if same_subset.recommended == v.recommended else
-                              f"among these candidates alone the unchanged run picks {same_subset.recommended}"))
+                              "" if alone == v.recommended else
+                              f"among these candidates alone the unchanged run picks {alone}"))
     return changes, notes
 
 

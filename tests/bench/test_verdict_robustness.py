@@ -61,8 +61,9 @@ def test_the_winner_changes_under_output_plus_20_percent_and_is_said_so() -> Non
     assert by["output −20%"].winner == "talker" and by["output −20%"].same
     assert by["input +20%"].same  # dearer input only widens the talker's lead
     assert not r.holds and "price output +20%" in r.to_dict()["flips"]
-    line = next(x for x in r.lines() if x.strip().startswith("price"))
-    assert "output +20% → prompt" in line
+    line = next(x for x in r.lines() if x.strip().startswith("prices"))
+    assert "output +20% → prompt" in line and "changes" in line
+    assert r.headline() == "the choice changes under 3 of 10 changes"
 
 
 def test_a_clear_winner_holds_under_every_price_change() -> None:
@@ -205,3 +206,12 @@ def test_the_summarizer_gap_on_a_hand_built_real_trace_with_a_recorded_summary(t
                                                                          "runner_up", "sentence", "comparison")},
                                                   "binding": (), "candidates": (), "robustness": v["robustness"]}))
     assert "retention, recorded summaries" in page and "−100.0 pts" in page.replace("-", "−")
+
+
+def test_real_sessions_group_by_their_agent_from_run_json() -> None:
+    results = pd.DataFrame({"trace": ["a/1", "a/2", "b/1"], "strategy": "x"})
+    info = {"traces": [{"id": "a/1", "agent": "codex"}, {"id": "a/2", "agent": "codex"},
+                       {"id": "b/1", "agent": "claude-code"}]}
+    kind, groups = rb.trace_groups(results, info)
+    assert kind == "agent" and groups.to_dict() == {"a/1": "codex", "a/2": "codex", "b/1": "claude-code"}
+    assert rb.trace_groups(results.assign(trace=["synthetic/long/seed0"] * 3), None)[0] == "scenario"
