@@ -35,7 +35,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -115,8 +116,9 @@ class Robustness:
         if replayed:
             out.append(f"  ({replayed})")
         if self.groups:
-            out.append(f"  by {self.group_by}: " + "; ".join(
-                f"{g['group']} ({g['traces']}) → {g.get('winner') or 'nothing qualifies'}" for g in self.groups))
+            out += textwrap.wrap(f"by {self.group_by}, decided alone: " + "; ".join(
+                f"{g['group']} ({g['traces']}) → {g.get('winner') or 'nothing qualifies'}" for g in self.groups),
+                118, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
         for g in self.gap:
             out.append(f"  summarizer gap, {g['strategy']} on {g['traces']} trace{'s' * (g['traces'] != 1)}: retention "
                        f"{_pct(g['retention_extractive'])} through the extractive stand-in, "
@@ -154,55 +156,90 @@ def _clean(d: dict[str, Any]) -> dict[str, Any]:
 
 # --- prices: recomputed from the stored per-call tokens --------------------------------------------------
 
-def price_components(calls: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+def price_components(calls: pd.DataFrame | Iterable[pd.DataFrame]) -> tuple[pd.DataFrame, list[str]]:
     """Per (trace, strategy) the dollars of each token column (``usd_uncached``, ...), and the traces
     whose stored dollars the fitted rates do not reproduce (left out of the price changes).
 
     The rates are fitted per trace over every call of every strategy (all of them run as the trace's
     model), by least squares, else per trace and call kind (a ``--summarizer-model``); a fit is accepted
-    only when it reproduces each call's stored dollars (to a millionth of the trace's total) and every
-    token column used can be told apart. A session that switched model, or crossed a long-context
-    price tier, fails the check and is named (the rates are not in the calls table, so they are
-    recovered rather than looked up again).
+    only when it reproduces the stored dollars (residual within a millionth of the trace's total) and
+    every token column used can be told apart. A session that switched model, or crossed a
+    long-context price tier, fails the check and is named (the rates are not in the calls table, so
+    they are recovered rather than looked up again). ``calls`` may come in batches (``call_batches``):
+    only sums are kept, per (trace, kind) and per (trace, strategy, kind).
     """
     cols = ["trace", "strategy", *(f"usd_{c}" for c in TOKEN_COLUMNS)]
     need = {"trace", "strategy", "kind", "cost", *TOKEN_COLUMNS}
-    if calls.empty or not need <= set(calls.columns):
-        return pd.DataFrame(columns=cols), []
-    parts, bad = [], []
-    for trace, g in calls.groupby("trace", sort=False):
-        # one set of rates for the whole trace (the summarizer runs as the trace's model unless
-        # --summarizer-model says otherwise); else one per call kind; else the trace is named
-        fitted = _fit(g)
-        if fitted is None and g.kind.nunique() > 1:
-            per_kind = [_fit(k) for _, k in g.groupby("kind", sort=False)]
-            if all(p is not None for p in per_kind):
-                fitted = pd.concat(per_kind)
-        if fitted is None:
-            bad.append(str(trace))
+    fits, sums = [], []
+    for batch in ([calls] if isinstance(calls, pd.DataFrame) else calls):
+        if batch.empty or not need <= set(batch.columns):
             continue
-        parts.append(fitted)
-    if not parts:
+        x = batch[list(TOKEN_COLUMNS)].apply(pd.to_numeric, errors="coerce").fillna(0.0).to_numpy(float)
+        y = pd.to_numeric(batch.cost, errors="coerce").fillna(0.0).to_numpy(float)
+        stats = {f"xx{i}{j}": x[:, i] * x[:, j] for i in range(4) for j in range(4)}
+        stats.update({f"xy{i}": x[:, i] * y for i in range(4)})
+        stats.update({"yy": y * y, "ay": np.abs(y)})
+        keys = {"trace": batch.trace.astype(str).to_numpy(), "kind": batch.kind.astype(str).to_numpy()}
+        fits.append(pd.DataFrame({**keys, **stats}).groupby(["trace", "kind"], sort=False).sum())
+        sums.append(pd.DataFrame({**keys, "strategy": batch.strategy.astype(str).to_numpy(),
+                                  **{c: x[:, i] for i, c in enumerate(TOKEN_COLUMNS)}})
+                    .groupby(["trace", "strategy", "kind"], sort=False).sum())
+    if not fits:
+        return pd.DataFrame(columns=cols), []
+    fit = pd.concat(fits).groupby(level=[0, 1], sort=False).sum()
+    tokens = pd.concat(sums).groupby(level=[0, 1, 2], sort=False).sum()
+    rates: dict[tuple[str, str], np.ndarray] = {}
+    bad = []
+    for trace, g in fit.groupby(level=0, sort=False):
+        joint = _solve(g.sum())  # one set of rates for the whole trace
+        if joint is not None:
+            rates.update({(trace, kind): joint for kind in g.index.get_level_values(1)})
+            continue
+        per_kind = {kind: _solve(row) for (_, kind), row in g.iterrows()}
+        if len(per_kind) > 1 and all(r is not None for r in per_kind.values()):
+            rates.update({(trace, kind): r for kind, r in per_kind.items()})
+        else:
+            bad.append(str(trace))
+    tokens = tokens[[(t, k) in rates for t, _, k in tokens.index]]
+    if tokens.empty:
         return pd.DataFrame(columns=cols), sorted(bad)
-    usd = pd.concat(parts, ignore_index=True).groupby(["trace", "strategy"], sort=False).sum().reset_index()
+    r = np.vstack([rates[(t, k)] for t, _, k in tokens.index])
+    usd = pd.DataFrame(tokens.to_numpy(float) * r, columns=cols[2:], index=tokens.index)
+    usd = usd.groupby(level=[0, 1], sort=False).sum().reset_index()
     return usd[cols], sorted(bad)
 
 
-def _fit(g: pd.DataFrame) -> pd.DataFrame | None:
-    """Per call, the dollars of each token column under one set of rates fitted to ``g``'s calls; None
-    when no single set reproduces every stored dollar or a used column cannot be told apart."""
-    x = g[list(TOKEN_COLUMNS)].to_numpy(float)
-    y = g.cost.to_numpy(float)
-    used = np.flatnonzero(np.abs(x).sum(axis=0) > 0)
-    rates = np.zeros(len(TOKEN_COLUMNS))
+def _solve(row: pd.Series) -> np.ndarray | None:
+    """The rates (USD per token, one per token column) that reproduce a group's dollars, from its sums;
+    None when none does or a used column cannot be told apart from the others."""
+    xx = np.array([[row[f"xx{i}{j}"] for j in range(4)] for i in range(4)], float)
+    xy = np.array([row[f"xy{i}"] for i in range(4)], float)
+    used = np.flatnonzero(np.diag(xx) > 0)
+    rates = np.zeros(4)
     if len(used):
-        if np.linalg.matrix_rank(x[:, used]) < len(used):
+        d = 1.0 / np.sqrt(np.diag(xx)[used])  # unit columns, so the rank test sees shape, not size
+        c = xx[np.ix_(used, used)] * np.outer(d, d)
+        if np.linalg.matrix_rank(c, tol=1e-9) < len(used):
             return None
-        rates[used] = np.linalg.lstsq(x[:, used], y, rcond=None)[0]
-    if np.abs(x @ rates - y).max(initial=0.0) > 1e-6 * max(np.abs(y).sum(), 1e-9):
-        return None
-    return pd.DataFrame(x * rates, columns=[f"usd_{c}" for c in TOKEN_COLUMNS]).assign(
-        trace=g.trace.to_numpy(), strategy=g.strategy.to_numpy())
+        rates[used] = d * np.linalg.solve(c, xy[used] * d)
+    rss = row["yy"] - 2 * rates @ xy + rates @ xx @ rates
+    return rates if math.sqrt(max(rss, 0.0)) <= 1e-6 * max(row["ay"], 1e-9) else None
+
+
+def call_batches(run_dir: Path, rows: int = 262_144) -> Iterator[pd.DataFrame]:
+    """The run's calls, a stored part (or a CSV chunk) at a time, only the columns the price fit
+    needs: a large run's calls are never held at once."""
+    from bench import store
+
+    columns = ["trace", "strategy", "kind", "cost", *TOKEN_COLUMNS]
+    parts = store._parts(Path(run_dir) / "data", "calls")
+    if parts:
+        for part in parts:
+            yield store.read_parts([part], columns).to_pandas()
+        return
+    export = Path(run_dir) / store.EXPORTS["calls"]
+    if export.is_file():
+        yield from pd.read_csv(export, usecols=lambda c: c in columns, chunksize=rows)
 
 
 def price_variants() -> list[tuple[str, dict[str, float]]]:
@@ -306,6 +343,21 @@ def _models(info: dict[str, Any]) -> list[str]:
     return sorted({recorded_id(t.get("model")) or DEFAULT_MODEL for t in info.get("traces", []) if isinstance(t, dict)})
 
 
+def _base_windows(info: dict[str, Any]) -> set[int]:
+    """The standard windows of the run's models (the price table's), below the long context."""
+    from bench.pricing import UnknownModelError, profile
+
+    out = set()
+    for m in _models(info):
+        try:
+            w = profile(m).context_window
+        except (UnknownModelError, ValueError):
+            continue
+        if w < WINDOW_LONG:
+            out.add(w)
+    return out
+
+
 def long_window_prices(info: dict[str, Any], path: Path) -> tuple[Path | None, list[str]]:
     """A ``--prices`` file that runs each of the run's models with its long-context (``[1m]``) profile:
     the 1M window, and its long-context rates above the tier. (None, notes) when no model has one."""
@@ -378,8 +430,7 @@ def replayed_changes(run_dir: Path, results: pd.DataFrame, v: bv.Verdict, info: 
     prices, why = long_window_prices(info, run_dir / REPLAY_DIR / "window-1m.toml")
     notes += why
     if prices is not None:
-        windows = pd.to_numeric(results.get("window", pd.Series(dtype=float)), errors="coerce").dropna()
-        was = "/".join(f"{w / 1000:,.0f}K" for w in sorted(windows.unique())) if len(windows) else "the run's"
+        was = "/".join(f"{w / 1000:,.0f}K" for w in sorted(_base_windows(info))) or "the run's"
         settings.append(("window", f"{was} → 1M", "window-1m",
                          {"prices": (*tuple(cfg.get("prices") or ()), str(prices))}))
     alone = bv.decide(base, objective, resamples=resamples, weight=weight, summarizer=summarizer).recommended
@@ -420,10 +471,12 @@ def summarizer_gap(run_dir: Path, results: pd.DataFrame, v: bv.Verdict, info: di
         table = _replay(run_dir, info, f"summarizer-{other}", top, summarizer=other, detail="full")
     except Exception as e:  # noqa: BLE001
         return [], [f"summarizer gap not replayed: {(str(e) or type(e).__name__).splitlines()[0][:200]}"]
-    from bench.store import load_table
+    from bench import store
 
     here = run_dir / REPLAY_DIR / f"summarizer-{other}" if other == "recorded" else run_dir
-    summaries = load_table(here, "summaries")
+    parts = store._parts(here / "data", "summaries")  # which summarizer wrote each, not the texts
+    summaries = store.read_parts(parts, ["trace", "strategy", "summarizer"]).to_pandas() if parts else \
+        store.load_table(here, "summaries")
     if summaries.empty or "summarizer" not in summaries:
         return [], ["summarizer gap: no summaries were written"]
     used = summaries[summaries.summarizer.astype(str).str.startswith("recorded:")]
@@ -487,10 +540,10 @@ def analyse(run_dir: Path | None, results: pd.DataFrame, v: bv.Verdict, *, objec
     changes: list[Change] = []
     notes: list[str] = []
     if calls is None and run_dir is not None:
-        from bench.store import has_table, load_table
+        from bench.store import has_table
 
-        calls = load_table(run_dir, "calls") if has_table(run_dir, "calls") else None
-    if calls is not None and not calls.empty:
+        calls = call_batches(run_dir) if has_table(run_dir, "calls") else None
+    if calls is not None:
         usd, bad = price_components(calls)
         if bad:
             notes.append(f"prices: {len(bad)} trace{'s' * (len(bad) != 1)} not decomposed into price components "
@@ -500,7 +553,7 @@ def analyse(run_dir: Path | None, results: pd.DataFrame, v: bv.Verdict, *, objec
                 w = bv.decide(repriced(results, usd, factors), weight=weight, **decide)
                 changes.append(Change("price", label, w.recommended, w.recommended == v.recommended,
                                       "recomputed from the stored per-call tokens"))
-    else:
+    if calls is None:
         notes.append("prices: not varied (the run kept no per-call table: --detail summary)")
     mine = bv.check_weight(weight)
     for other in bv.WEIGHTS:

@@ -122,7 +122,7 @@ def test_per_scenario_breakdown_on_a_two_scenario_run() -> None:
     assert groups["a"]["mean_diff"] == pytest.approx(1.01, abs=1e-9)  # y − x within a
     assert groups["b"]["mean_diff"] < 0 and groups["b"]["significant"]
     assert r.to_dict()["group_flips"] == ["b"] and not r.to_dict()["holds"]
-    assert "by scenario: a (3) → x; b (3) → y" in "\n".join(r.lines())
+    assert "by scenario, decided alone: a (3) → x; b (3) → y" in "\n".join(r.lines())
     page = decision.robustness_html(rb.attach(v, r))
     assert "<th>scenario</th>" in page and "seeds" in page
 
