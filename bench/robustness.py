@@ -94,7 +94,7 @@ class Robustness:
 
     def to_dict(self) -> dict[str, Any]:
         flips = [f"{c.kind} {c.setting}" for c in self.changes if not c.same]
-        group_flips = [g["group"] for g in self.groups if g.get("winner") != self.choice]
+        group_flips = [g["group"] for g in self.groups if not g.get("same", g.get("winner") == self.choice)]
         return {"choice": self.choice, "holds": self.holds and not group_flips, "flips": flips,
                 "group_flips": group_flips, "changes": [asdict(c) for c in self.changes],
                 "group_by": self.group_by, "groups": [_clean(g) for g in self.groups],
@@ -110,14 +110,17 @@ class Robustness:
             flips = [c for c in cs if not c.same]
             how = "replayed" if cs[0].method.startswith("replayed") else "recomputed"
             head = f"  {KIND_WORDS.get(kind, kind)} ({_settings(kind, cs)}), {how}: "
+            ties = [c for c in cs if c.same and c.note.startswith("ties with")]
             out.append(head + ("holds" if not flips else "changes: " + "; ".join(
-                f"{c.setting} → {c.winner or 'nothing qualifies'}" for c in flips)))
+                f"{c.setting} → {c.winner or 'nothing qualifies'}" for c in flips))
+                + "".join(f" ({c.setting}: {c.note.split(';')[0]})" for c in ties))
         replayed = next((c.method for c in self.changes if c.method.startswith("replayed")), "")
         if replayed:
             out.append(f"  ({replayed})")
         if self.groups:
             out += textwrap.wrap(f"by {self.group_by}, decided alone: " + "; ".join(
-                f"{g['group']} ({g['traces']}) → {g.get('winner') or 'nothing qualifies'}" for g in self.groups),
+                f"{g['group']} ({g['traces']}) → {g.get('winner') or 'nothing qualifies'}"
+                + (f" (the choice {g['tie']})" if g.get("tie") else "") for g in self.groups),
                 118, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
         for g in self.gap:
             out.append(f"  summarizer gap, {g['strategy']} on {g['traces']} trace{'s' * (g['traces'] != 1)}: retention "
@@ -129,7 +132,7 @@ class Robustness:
     def headline(self) -> str:
         """``the choice holds`` or ``the choice changes under N of M changes``, with the groups."""
         flips = sum(not c.same for c in self.changes)
-        groups = sum(g.get("winner") != self.choice for g in self.groups)
+        groups = sum(not g.get("same", g.get("winner") == self.choice) for g in self.groups)
         text = "the choice holds under every change" if not flips else \
             f"the choice changes under {flips} of {len(self.changes)} changes"
         if self.groups:
@@ -152,6 +155,19 @@ def _pct(v: Any) -> str:
 
 def _clean(d: dict[str, Any]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+
+
+def _outcome(w: bv.Verdict, choice: str | None) -> tuple[bool, str]:
+    """(the choice still stands, a note): it stands when it wins, or when it qualifies and ties the winner
+    on the goal (the verdict breaks ties by cost, then by name, which is no reason to call it a change)."""
+    if w.recommended == choice:
+        return True, ""
+    mine = next((c for c in w.candidates if c.strategy == choice), None)
+    won = next((c for c in w.candidates if c.strategy == w.recommended), None)
+    if mine is not None and won is not None and mine.feasible and \
+            math.isclose(mine.goal_value, won.goal_value, rel_tol=1e-9, abs_tol=1e-12):
+        return True, f"ties with {w.recommended}"
+    return False, ""
 
 
 # --- prices: recomputed from the stored per-call tokens --------------------------------------------------
@@ -290,8 +306,9 @@ def by_group(results: pd.DataFrame, v: bv.Verdict, *, info: dict[str, Any] | Non
     for name, traces in groups.groupby(groups, sort=True):
         sub = results[results.trace.isin(traces.index)]
         w = bv.decide(sub, objective, resamples=resamples, weight=weight, summarizer=summarizer)
+        same, tie = _outcome(w, v.recommended)
         row: dict[str, Any] = {"group": str(name), "traces": int(len(traces)), "winner": w.recommended,
-                               "same": w.recommended == v.recommended, "metric": goal}
+                               "same": same, "tie": tie, "metric": goal}
         if v.recommended and v.runner_up:
             p = bv.paired(sub, v.recommended, v.runner_up, goal, resamples=resamples, weight=weight)
             row.update({"runner_up": v.runner_up, "n": p.n, "mean_diff": float(p.mean_diff),
@@ -441,9 +458,10 @@ def replayed_changes(run_dir: Path, results: pd.DataFrame, v: bv.Verdict, info: 
             notes.append(f"{kind} {label} not replayed: {(str(e) or type(e).__name__).splitlines()[0][:200]}")
             continue
         w = bv.decide(table, objective, resamples=resamples, weight=weight, summarizer=summarizer)
-        changes.append(Change(kind, label, w.recommended, w.recommended == v.recommended, method,
-                              "" if alone == v.recommended else
-                              f"among these candidates alone the unchanged run picks {alone}"))
+        same, tie = _outcome(w, v.recommended)
+        note = "; ".join(filter(None, [tie, "" if alone == v.recommended else
+                                       f"among these candidates alone the unchanged run picks {alone}"]))
+        changes.append(Change(kind, label, w.recommended, same, method, note))
     return changes, notes
 
 
@@ -551,8 +569,9 @@ def analyse(run_dir: Path | None, results: pd.DataFrame, v: bv.Verdict, *, objec
         if not usd.empty:
             for label, factors in price_variants():
                 w = bv.decide(repriced(results, usd, factors), weight=weight, **decide)
-                changes.append(Change("price", label, w.recommended, w.recommended == v.recommended,
-                                      "recomputed from the stored per-call tokens"))
+                same, tie = _outcome(w, v.recommended)
+                changes.append(Change("price", label, w.recommended, same,
+                                      "recomputed from the stored per-call tokens", tie))
     if calls is None:
         notes.append("prices: not varied (the run kept no per-call table: --detail summary)")
     mine = bv.check_weight(weight)
@@ -563,8 +582,8 @@ def analyse(run_dir: Path | None, results: pd.DataFrame, v: bv.Verdict, *, objec
             except ValueError as e:
                 notes.append(f"weight {other}: {e}")
                 continue
-            changes.append(Change("weight", other, w.recommended, w.recommended == v.recommended,
-                                  "recomputed from the results"))
+            same, tie = _outcome(w, v.recommended)
+            changes.append(Change("weight", other, w.recommended, same, "recomputed from the results", tie))
     group_by, groups = by_group(results, v, info=info, objective=objective, weight=weight, summarizer=summarizer,
                                 resamples=resamples)
     gap: list[dict[str, Any]] = []

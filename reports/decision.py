@@ -114,7 +114,8 @@ def robustness_html(v: bv.Verdict) -> str:
         by = html.escape(r.get("group_by", "scenario"))
         body = "".join(
             f"<tr><td>{html.escape(g['group'])}</td><td>{g['traces']}</td>"
-            f"<td>{html.escape(g.get('winner') or 'nothing qualifies')}</td>"
+            f"<td>{html.escape(g.get('winner') or 'nothing qualifies')}"
+            f"{(' (the choice ' + html.escape(g['tie']) + ')') if g.get('tie') else ''}</td>"
             f"<td>{html.escape(g.get('text', '—'))}</td></tr>" for g in groups)
         runner = html.escape(str(groups[0].get("runner_up") or "the runner-up"))
         out.append(f"<table class=plain><thead><tr><th>{by}</th><th>traces</th><th>winner there</th>"

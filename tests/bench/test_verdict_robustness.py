@@ -215,3 +215,14 @@ def test_real_sessions_group_by_their_agent_from_run_json() -> None:
     kind, groups = rb.trace_groups(results, info)
     assert kind == "agent" and groups.to_dict() == {"a/1": "codex", "a/2": "codex", "b/1": "claude-code"}
     assert rb.trace_groups(results.assign(trace=["synthetic/long/seed0"] * 3), None)[0] == "scenario"
+
+
+def test_a_tie_broken_by_name_is_not_a_change() -> None:
+    """Under a 1M window on make bench the codex variants never compact and cost the same: the verdict
+    then picks one by name, which must not read as "the winner changes"."""
+    rows = [{"trace": f"t{t}", "strategy": s, "cost": 1.0 + t, "retention": 1.0, "overflows": 0, "events": 1,
+             "error": "", "failed": ""} for t in range(3) for s in ("codex", "codex:remote")]
+    w = bv.decide(pd.DataFrame(rows), "min-cost")
+    assert w.recommended == "codex"
+    assert rb._outcome(w, "codex:remote") == (True, "ties with codex")
+    assert rb._outcome(w, "other") == (False, "")
