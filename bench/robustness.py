@@ -59,6 +59,8 @@ TOKEN_COLUMNS = ("uncached", "cache_read", "cache_write", "output_tokens")
 REPLAY_DIR = "robustness"
 CACHE_FILE = "robustness.json"
 WINDOW_LONG = 1_000_000
+VERSION = 1
+"""Of what this module measures: a cached measure of another version is measured again."""
 SMALL_REPLAY = 24
 """Replays of at most this many tasks run in this process (a pool's start costs more than they do)."""
 
@@ -528,7 +530,8 @@ def _fingerprint(results: pd.DataFrame, v: bv.Verdict, **what: Any) -> str:
             view[c] = pd.to_numeric(results[c], errors="coerce").astype(float).round(9)
     view = view.sort_values(["trace", "strategy"], kind="stable")
     digest = hashlib.sha256(pd.util.hash_pandas_object(view, index=False).to_numpy().tobytes())
-    digest.update(json.dumps({"choice": v.recommended, **what}, sort_keys=True, default=str).encode())
+    digest.update(json.dumps({"choice": v.recommended, "version": VERSION, **what}, sort_keys=True,
+                             default=str).encode())
     return digest.hexdigest()[:16]
 
 
