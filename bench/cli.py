@@ -88,9 +88,13 @@ def _run(args: argparse.Namespace) -> int:
         if not args.quiet and args.robustness == "replay":
             print("(checking the choice under other prices, weights, scenarios, window and cache TTL; the last two "
                   "replay the top candidates)", file=sys.stderr)
-        robust = analyse(output.run_dir, output.table, verdict, objective=args.objective, weight=args.weight,
-                         summarizer=args.summarizer, replay=args.robustness == "replay")
-        verdict = attach(verdict, robust)
+        try:
+            robust = analyse(output.run_dir, output.table, verdict, objective=args.objective, weight=args.weight,
+                             summarizer=args.summarizer, replay=args.robustness == "replay")
+            verdict = attach(verdict, robust)
+        except Exception as e:  # noqa: BLE001 - the verdict stands without it, and says so
+            print(f"robustness: not measured ({str(e).splitlines()[0][:200] if str(e) else type(e).__name__})",
+                  file=sys.stderr)
     if robust is not None and robust.lines():
         print(f"robustness: {robust.headline()}")
         print("\n".join(robust.lines()))

@@ -87,8 +87,11 @@ def with_robustness(run_dir: Path, rows: pd.DataFrame, v: bv.Verdict, info: dict
     from bench import robustness
 
     config = info.get("config") or {}
-    r = robustness.analyse(run_dir, rows, v, objective=objective, weight=config.get("weight") or "equal",
-                           summarizer=config.get("summarizer"), info=info, replay=False)
+    try:
+        r = robustness.analyse(run_dir, rows, v, objective=objective, weight=config.get("weight") or "equal",
+                               summarizer=config.get("summarizer"), info=info, replay=False)
+    except Exception as e:  # noqa: BLE001 - the page stands without it, and says so
+        r = robustness.Robustness(v.recommended, notes=(f"not measured: {(str(e) or type(e).__name__)[:200]}",))
     return robustness.attach(v, r)
 
 
