@@ -20,8 +20,8 @@ change is measured the cheapest honest way:
   as such.
 * **Window (200K → 1M) and cache TTL (5 min ↔ 1 h)** change what the strategies do and what the
   cache bills, so they are replayed, but only for the top candidates (``top_candidates``: the
-  choice, the next two that qualify, the retention reference, and the cheapest strategy the
-  objective excluded), into ``<run>/robustness/<setting>/``; the verdict is decided again among them.
+  choice, the next two that qualify, the retention reference, the cheapest strategy the objective
+  excluded, and ``none``), into ``<run>/robustness/<setting>/``; the verdict is decided again among them.
   The 1M window is the model's long-context profile, with its long-context prices above its tier.
 
 Where the run's sessions recorded their own compaction summaries, the same replay machinery runs
@@ -59,7 +59,7 @@ TOKEN_COLUMNS = ("uncached", "cache_read", "cache_write", "output_tokens")
 REPLAY_DIR = "robustness"
 CACHE_FILE = "robustness.json"
 WINDOW_LONG = 1_000_000
-VERSION = 1
+VERSION = 2
 """Of what this module measures: a cached measure of another version is measured again."""
 SMALL_REPLAY = 24
 """Replays of at most this many tasks run in this process (a pool's start costs more than they do)."""
@@ -326,7 +326,8 @@ def top_candidates(v: bv.Verdict, k: int = 3) -> list[str]:
     """What a replayed change re-runs: the choice and the next ``k - 1`` that qualify (by the goal),
     the retention reference (the best retention without overflow or error, which ``retention>=best``
     measures from) and the best strategy on the goal that the objective excluded (a changed setting
-    may admit it)."""
+    may admit it), and ``none`` (a larger window may stop it overflowing: then it is the retention
+    reference)."""
     if v.recommended is None:
         return []
     feasible = [c for c in v.candidates if c.feasible]
@@ -342,6 +343,8 @@ def top_candidates(v: bv.Verdict, k: int = 3) -> list[str]:
                       key=lambda c: (sign * c.goal_value, c.strategy))
     if excluded:
         out.append(excluded[0].strategy)
+    if any(c.strategy == bv.BASELINE for c in v.candidates):
+        out.append(bv.BASELINE)  # a larger window may stop it overflowing, and make it the retention reference
     return list(dict.fromkeys(out))
 
 
