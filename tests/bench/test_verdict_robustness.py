@@ -219,8 +219,8 @@ def test_real_sessions_group_by_their_agent_from_run_json() -> None:
 
 
 def test_a_tie_broken_by_name_is_not_a_change() -> None:
-    """Under a 1M window on make bench the codex variants never compact and cost the same: the verdict
-    then picks one by name, which must not read as "the winner changes"."""
+    """Under a 1M window on make bench the codex variants send the same requests and cost the same: the
+    verdict then picks one by name, which must not read as "the winner changes"."""
     rows = [{"trace": f"t{t}", "strategy": s, "cost": 1.0 + t, "retention": 1.0, "overflows": 0, "events": 1,
              "error": "", "failed": ""} for t in range(3) for s in ("codex", "codex:remote")]
     w = bv.decide(pd.DataFrame(rows), "min-cost")
