@@ -486,7 +486,10 @@ def summarizer_gap(run_dir: Path, results: pd.DataFrame, v: bv.Verdict, info: di
         return [], []  # synthetic sessions record no summaries
     summarizing = set(results.loc[pd.to_numeric(results.get("compactions", 0), errors="coerce").fillna(0) > 0,
                                   "strategy"])
-    top = [s for s in top_candidates(v) if s in summarizing] or sorted(summarizing)[:3]
+    sign = -1.0 if v.goal.startswith("max-") else 1.0
+    best = [c.strategy for c in sorted(v.candidates, key=lambda c: (not np.isfinite(c.goal_value),
+                                                                    sign * c.goal_value, c.strategy))]
+    top = [s for s in top_candidates(v) if s in summarizing] or [s for s in best if s in summarizing][:3]
     if not top:
         return [], []
     other = "recorded" if mine == "extractive" else "extractive"
