@@ -471,6 +471,7 @@ def _render(run_dir: Path, steps: Steps, *, trace: str | None, sawtooth: list[st
     order = totals.strategy.tolist()
     verdict = bv.decide(rows, objective, resamples=scoring.resamples(run.info), weight=scoring.weight(run.info),
                         summarizer=(run.info.get("config") or {}).get("summarizer"))
+    verdict = decision.with_robustness(run_dir, rows, verdict, run.info, objective)
     decision.write(run_dir, verdict)
     steps.tick("tables")
     s = score(run, rows, totals)

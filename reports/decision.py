@@ -32,7 +32,7 @@ def verdict_html(v: bv.Verdict) -> str:
             f"{len(excluded)} excluded</summary><ul>{items}{notes}</ul></details>") if items or notes else \
         (f'<p class=n>Objective <code>{html.escape(v.objective)}</code> ({html.escape(v.weighting)}); '
          "nothing excluded.</p>")
-    return f'<p class="verdict" id="verdict-sentence">{html.escape(v.sentence)}{spec}</p>{more}'
+    return f'<p class="verdict" id="verdict-sentence">{html.escape(v.sentence)}{spec}</p>{more}{robustness_html(v)}'
 
 
 def neighbours_html(results: pd.DataFrame, resamples: int, weight: str = "equal") -> str:
@@ -78,3 +78,74 @@ def pair_table(results: pd.DataFrame, order: list[str], metric: str, resamples: 
             "(row − column, mean per trace, 95% bootstrap interval below)</summary>"
             f'<div class=scroll><table class="plain compare"><thead>{head}</thead><tbody>{"".join(body)}'
             "</tbody></table></div></details>")
+
+
+def with_robustness(run_dir: Path, rows: pd.DataFrame, v: bv.Verdict, info: dict, objective: str | None) -> bv.Verdict:
+    """``v`` with its robustness (bench.robustness). The report reads files only, so it replays nothing:
+    the run's own measure (``run --robustness replay``, cached in the run folder) is reused when it
+    is for the same results and verdict, else what needs no replay is recomputed."""
+    from bench import robustness
+
+    config = info.get("config") or {}
+    try:
+        r = robustness.analyse(run_dir, rows, v, objective=objective, weight=config.get("weight") or "equal",
+                               summarizer=config.get("summarizer"), info=info, replay=False)
+    except Exception as e:  # noqa: BLE001 - the page stands without it, and says so
+        r = robustness.Robustness(v.recommended, notes=(f"not measured: {(str(e) or type(e).__name__)[:200]}",))
+    return robustness.attach(v, r)
+
+
+def robustness_html(v: bv.Verdict) -> str:
+    """The decision section's *Robustness*: whether the choice changes under each change, the winner by
+    scenario (or agent) with the choice − runner-up difference there, and the summarizer gap."""
+    r = v.robustness
+    if not r or not r.get("choice"):
+        return ""
+    choice = html.escape(str(r["choice"]))
+    rows = "".join(
+        f"<tr><td>{html.escape(c['kind'])}</td><td>{html.escape(c['setting'])}</td>"
+        f"<td>{html.escape(c['winner'] or 'nothing qualifies')}</td>"
+        f"<td>{'same' if c['same'] else '<b>changes</b>'}</td><td class=n>{html.escape(c['method'])}"
+        f"{(' — ' + html.escape(c['note'])) if c.get('note') else ''}</td></tr>" for c in r.get("changes", ()))
+    out = [f"<h3>Robustness</h3><p>Does <code>{choice}</code> stay the choice? "
+           + ("Yes, under every change below." if r.get("holds") else "Not under every change: see below.") + "</p>"]
+    if rows:
+        out.append("<table class=plain><thead><tr><th>change</th><th>setting</th><th>winner</th><th>vs the choice</th>"
+                   f"<th>how</th></tr></thead><tbody>{rows}</tbody></table>")
+    groups = r.get("groups") or []
+    if groups:
+        by = html.escape(r.get("group_by", "scenario"))
+        body = "".join(
+            f"<tr><td>{html.escape(g['group'])}</td><td>{g['traces']}</td>"
+            f"<td>{html.escape(g.get('winner') or 'nothing qualifies')}"
+            f"{(' (the choice ' + html.escape(g['tie']) + ')') if g.get('tie') else ''}</td>"
+            f"<td>{html.escape(g.get('text', '—'))}</td></tr>" for g in groups)
+        runner = html.escape(str(groups[0].get("runner_up") or "the runner-up"))
+        out.append(f"<table class=plain><thead><tr><th>{by}</th><th>traces</th><th>winner there</th>"
+                   f"<th>{runner} − {choice}, within the {by}</th></tr></thead><tbody>{body}</tbody></table>"
+                   f"<p class=legend>Each {by} decided on its traces alone. An interval within one {by} comes only "
+                   f"from that generator's seeds (or that agent's sessions): when the pooled interval holds but the "
+                   f"winners differ by {by}, the choice depends on the mix of {by}s.</p>")
+    gap = r.get("summarizer_gap") or []
+    if gap:
+        body = "".join(
+            f"<tr><td>{html.escape(g['strategy'])}</td><td>{g['traces']}</td>"
+            f"<td>{_pct(g.get('retention_extractive'))}</td><td>{_pct(g.get('retention_recorded'))}</td>"
+            f"<td>{_pts(g.get('gap'))}</td></tr>" for g in gap)
+        out.append("<table class=plain><thead><tr><th>strategy</th><th>traces with a recorded summary</th>"
+                   "<th>retention, extractive stand-in</th><th>retention, recorded summaries</th><th>gap</th></tr>"
+                   f"</thead><tbody>{body}</tbody></table><p class=legend>Sources: "
+                   f"{html.escape(bv.RETENTION_SOURCES['extractive'])}; {html.escape(bv.RETENTION_SOURCES['recorded'])}"
+                   ". Only the sessions where the recorded summarizer found a recorded summary count.</p>")
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in r.get("notes", ()))
+    if notes:
+        out.append(f"<ul class=n>{notes}</ul>")
+    return '<div id="robustness">' + "".join(out) + "</div>"
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{v:.1%}"
+
+
+def _pts(v: float | None) -> str:
+    return "—" if v is None else f"{v * 100:+.1f} pts"

@@ -82,6 +82,23 @@ def _run(args: argparse.Namespace) -> int:
 
     verdict = decide(output.table, args.objective, weight=args.weight, summarizer=args.summarizer)
     print(f"\nverdict: {verdict.sentence}")
+    from bench.robustness import analyse, attach
+
+    robust = None
+    if args.robustness != "off":
+        if not args.quiet and args.robustness == "replay":
+            print("(checking the choice under other prices, weights, scenarios, window and cache TTL; the last two "
+                  "replay the top candidates)", file=sys.stderr)
+        try:
+            robust = analyse(output.run_dir, output.table, verdict, objective=args.objective, weight=args.weight,
+                             summarizer=args.summarizer, replay=args.robustness == "replay")
+            verdict = attach(verdict, robust)
+        except Exception as e:  # noqa: BLE001 - the verdict stands without it, and says so
+            print(f"robustness: not measured ({str(e).splitlines()[0][:200] if str(e) else type(e).__name__})",
+                  file=sys.stderr)
+    if robust is not None and robust.lines():
+        print(f"robustness: {robust.headline()}")
+        print("\n".join(robust.lines()))
     if not args.no_report:
         try:
             from reports import render
@@ -366,6 +383,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="out")
     r.add_argument("--no-report", action="store_true", help="skip the HTML report")
     r.add_argument("--objective", default="default", help=OBJECTIVE_HELP)
+    r.add_argument("--robustness", choices=("replay", "recompute", "off"), default="replay",
+                   help="does the verdict hold under change: replay (default: prices ±20%%, weighting and "
+                        "scenarios recomputed, window 1M and cache TTL replayed for the top candidates), "
+                        "recompute (no replay) or off")
     r.add_argument("--self-contained", action="store_true", help="embed the charts in report.html (one file)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--min-calls", type=int, default=0, metavar="N",

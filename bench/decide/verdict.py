@@ -289,6 +289,9 @@ class Verdict:
     notes: tuple[str, ...] = ()
     weighting: str = "equal weight per trace: means over traces, overflows summed"
     extra: dict[str, Any] = field(default_factory=dict)
+    robustness: dict[str, Any] | None = None
+    """Whether the choice survives changes of window, cache TTL, prices, weighting and scenario
+    (bench.robustness; None until it is measured)."""
 
     @property
     def excluded(self) -> dict[str, tuple[str, ...]]:
@@ -305,7 +308,7 @@ class Verdict:
         data = {"sentence": self.sentence, "objective": self.objective, "goal": self.goal,
                 "weighting": self.weighting, "ship": self.ship(), "runner_up": self.runner_up,
                 "binding_constraints": list(self.binding), "comparison": self.comparison,
-                "notes": list(self.notes), "extra": self.extra,
+                "notes": list(self.notes), "extra": self.extra, "robustness": self.robustness,
                 "candidates": [{**asdict(c), "values": {k: (None if not np.isfinite(v) else v)
                                                         for k, v in c.values.items()},
                                 "goal_value": None if not np.isfinite(c.goal_value) else c.goal_value}
