@@ -81,10 +81,10 @@ def pair_table(results: pd.DataFrame, order: list[str], metric: str, resamples: 
 
 
 def with_robustness(run_dir: Path, rows: pd.DataFrame, v: bv.Verdict, info: dict, objective: str | None) -> bv.Verdict:
-    """``v`` with its robustness (bench.robustness). The report reads files only, so it replays nothing:
+    """``v`` with its robustness (bench.run.robustness). The report reads files only, so it replays nothing:
     the run's own measure (``run --robustness replay``, cached in the run folder) is reused when it
     is for the same results and verdict, else what needs no replay is recomputed."""
-    from bench import robustness
+    from bench.run import robustness
 
     config = info.get("config") or {}
     try:

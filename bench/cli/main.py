@@ -82,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
 
     verdict = decide(output.table, args.objective, weight=args.weight, summarizer=args.summarizer)
     print(f"\nverdict: {verdict.sentence}")
-    from bench.robustness import analyse, attach
+    from bench.run.robustness import analyse, attach
 
     robust = None
     if args.robustness != "off":

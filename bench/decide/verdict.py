@@ -291,7 +291,7 @@ class Verdict:
     extra: dict[str, Any] = field(default_factory=dict)
     robustness: dict[str, Any] | None = None
     """Whether the choice survives changes of window, cache TTL, prices, weighting and scenario
-    (bench.robustness; None until it is measured)."""
+    (bench.run.robustness; None until it is measured)."""
 
     @property
     def excluded(self) -> dict[str, tuple[str, ...]]:

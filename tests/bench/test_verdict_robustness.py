@@ -1,4 +1,4 @@
-"""bench.robustness: does the verdict hold under price, weighting and scenario changes, and the
+"""bench.run.robustness: does the verdict hold under price, weighting and scenario changes, and the
 summarizer gap on a hand-built real trace with a recorded summary."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 import pandas as pd
 import pytest
 
-from bench import robustness as rb
-from bench import verdict as bv
+from bench.decide import verdict as bv
+from bench.run import robustness as rb
 from reports import decision
 
 RATES = {"uncached": 3.0, "cache_read": 0.3, "cache_write": 3.75, "output_tokens": 15.0}

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench import verdict as bv
+from bench.decide import verdict as bv
 
 STEP = 0.2
 """The price move tried, each way."""
@@ -247,7 +247,7 @@ def _solve(row: pd.Series) -> np.ndarray | None:
 def call_batches(run_dir: Path, rows: int = 262_144) -> Iterator[pd.DataFrame]:
     """The run's calls, a stored part (or a CSV chunk) at a time, only the columns the price fit
     needs: a large run's calls are never held at once."""
-    from bench import store
+    from bench.run import store
 
     columns = ["trace", "strategy", "kind", "cost", *TOKEN_COLUMNS]
     parts = store._parts(Path(run_dir) / "data", "calls")
@@ -349,7 +349,7 @@ def top_candidates(v: bv.Verdict, k: int = 3) -> list[str]:
 
 
 def _run_config(info: dict[str, Any], **changes: Any) -> Any:
-    from bench.runner import RunConfig
+    from bench.run.runner import RunConfig
 
     known = {f.name for f in fields(RunConfig)}
     cfg = {k: (tuple(v) if isinstance(v, list) else v) for k, v in (info.get("config") or {}).items() if k in known}
@@ -357,7 +357,7 @@ def _run_config(info: dict[str, Any], **changes: Any) -> Any:
 
 
 def _models(info: dict[str, Any]) -> list[str]:
-    from bench.pricing import DEFAULT_MODEL, recorded_id
+    from bench.cost.pricing import DEFAULT_MODEL, recorded_id
 
     cfg = info.get("config") or {}
     if cfg.get("model") and cfg.get("model") != "recorded":
@@ -367,7 +367,7 @@ def _models(info: dict[str, Any]) -> list[str]:
 
 def _base_windows(info: dict[str, Any]) -> set[int]:
     """The standard windows of the run's models (the price table's), below the long context."""
-    from bench.pricing import UnknownModelError, profile
+    from bench.cost.pricing import UnknownModelError, profile
 
     out = set()
     for m in _models(info):
@@ -383,7 +383,7 @@ def _base_windows(info: dict[str, Any]) -> set[int]:
 def long_window_prices(info: dict[str, Any], path: Path) -> tuple[Path | None, list[str]]:
     """A ``--prices`` file that runs each of the run's models with its long-context (``[1m]``) profile:
     the 1M window, and its long-context rates above the tier. (None, notes) when no model has one."""
-    from bench.pricing import RATE_FIELDS, UnknownModelError, profile
+    from bench.cost.pricing import RATE_FIELDS, UnknownModelError, profile
 
     lines, notes = [], []
     for m in _models(info):
@@ -406,7 +406,7 @@ def long_window_prices(info: dict[str, Any], path: Path) -> tuple[Path | None, l
     if not lines:
         return None, notes
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("# written by bench.robustness: each model with its long-context window and prices\n"
+    path.write_text("# written by bench.run.robustness: each model with its long-context window and prices\n"
                     + "\n\n".join(lines) + "\n", encoding="utf-8")
     return path, notes
 
@@ -415,8 +415,8 @@ def _replay(run_dir: Path, info: dict[str, Any], name: str, strategies: Sequence
     """The top candidates replayed with one setting changed, into ``<run>/robustness/<name>/``; a
     second call resumes (the store skips finished tasks). The price table is restored afterwards:
     a ``--prices`` file added here must not reprice the rest of this process."""
-    from bench import pricing
-    from bench.runner import run
+    from bench.cost import pricing
+    from bench.run.runner import run
 
     tasks = len(strategies) * max(len(info.get("traces") or ()), 1)
     small = {"executor": "local"} if tasks <= SMALL_REPLAY else {}  # no process pool to start for a few tasks
@@ -497,7 +497,7 @@ def summarizer_gap(run_dir: Path, results: pd.DataFrame, v: bv.Verdict, info: di
         table = _replay(run_dir, info, f"summarizer-{other}", top, summarizer=other, detail="full")
     except Exception as e:  # noqa: BLE001
         return [], [f"summarizer gap not replayed: {(str(e) or type(e).__name__).splitlines()[0][:200]}"]
-    from bench import store
+    from bench.run import store
 
     here = run_dir / REPLAY_DIR / f"summarizer-{other}" if other == "recorded" else run_dir
     parts = store._parts(here / "data", "summaries")  # which summarizer wrote each, not the texts
@@ -567,7 +567,7 @@ def analyse(run_dir: Path | None, results: pd.DataFrame, v: bv.Verdict, *, objec
     changes: list[Change] = []
     notes: list[str] = []
     if calls is None and run_dir is not None:
-        from bench.store import has_table
+        from bench.run.store import has_table
 
         calls = call_batches(run_dir) if has_table(run_dir, "calls") else None
     if calls is not None:
@@ -606,7 +606,7 @@ def analyse(run_dir: Path | None, results: pd.DataFrame, v: bv.Verdict, *, objec
         notes += why
     out = Robustness(v.recommended, tuple(changes), tuple(groups), group_by, tuple(gap), tuple(notes))
     if cache is not None:
-        from bench.store import atomic_write
+        from bench.run.store import atomic_write
 
         atomic_write(cache, json.dumps({"key": key, "replayed": bool(replay and info.get("config")),
                                         "robustness": out.to_dict()}, indent=1, default=str) + "\n")
