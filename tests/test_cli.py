@@ -196,3 +196,15 @@ def test_an_interrupted_run_keeps_its_finished_tasks_and_resumes(tmp_path, trace
     monkeypatch.setattr(runner, "run_task", real)
     assert main(args) == 0
     assert "2 tasks (1 resumed)" in capsys.readouterr().out
+
+
+def test_the_exact_spec_to_ship_builds_back_to_the_same_strategy():
+    """`ship:` writes every scalar setting out; parsed again it is the very strategy the verdict chose."""
+    import strategies
+    from bench.cli.main import exact_spec
+
+    for label in [*strategies.names(), "codex@limit_fraction=0.7"]:
+        spec = exact_spec(label)
+        assert strategies.build(spec) == strategies.build(label), label
+    assert "limit_fraction=0.7" in exact_spec("codex@limit_fraction=0.7")
+    assert "limit_fraction=0.9" in exact_spec("codex")  # a default is written out too

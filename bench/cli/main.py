@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -66,10 +67,11 @@ def _run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     from bench.decide.verdict import weighting_text
+    from bench.run.runner import CONSOLE_WIDTH
 
     print(format_means(output.table, args.weight))
-    print(f"(per trace: {weighting_text(args.weight)}; compact and overflows are totals; every metric is in "
-          f"{output.run_dir}/results.csv)")
+    print(textwrap.fill(f"(per trace: {weighting_text(args.weight)}; compact and overflows are totals; every "
+                        f"metric is in {output.run_dir}/results.csv)", CONSOLE_WIDTH, break_on_hyphens=False))
     fidelity = format_fidelity(output.table)
     if fidelity:
         print("\nFidelity: the matching strategy, on provider counts (undriven) vs the real agent's first "
@@ -81,14 +83,15 @@ def _run(args: argparse.Namespace) -> int:
     from bench.decide.verdict import decide
 
     verdict = decide(output.table, args.objective, weight=args.weight, summarizer=args.summarizer)
-    print(f"\nverdict: {verdict.sentence}")
+    print("\n" + textwrap.fill(f"verdict: {verdict.sentence}", CONSOLE_WIDTH, subsequent_indent="  ",
+                               break_on_hyphens=False))
     from bench.run.robustness import analyse, attach
 
     robust = None
     if args.robustness != "off":
         if not args.quiet and args.robustness == "replay":
-            print("(checking the choice under other prices, weights, scenarios, window and cache TTL; the last two "
-                  "replay the top candidates)", file=sys.stderr)
+            print("(checking the choice under other prices, weights, scenarios, window and cache TTL; the last "
+                  "two replay)", file=sys.stderr)
         try:
             robust = analyse(output.run_dir, output.table, verdict, objective=args.objective, weight=args.weight,
                              summarizer=args.summarizer, replay=args.robustness == "replay")
@@ -112,8 +115,27 @@ def _run(args: argparse.Namespace) -> int:
         from bench.run.store import atomic_write
 
         atomic_write(output.run_dir / "verdict.json", verdict.to_json() + "\n")
+    if verdict.recommended:
+        print("\n" + textwrap.fill(f"ship: {exact_spec(verdict.recommended)}", CONSOLE_WIDTH,
+                                   subsequent_indent="  ", break_on_hyphens=False))
     _print_errors(output.errors)
     return 1 if output.errors else 0
+
+
+def exact_spec(label: str) -> str:
+    """The recommended strategy with every scalar setting written out (its defaults included), so what
+    ships is the same whatever defaults a later version of the registry changes; it builds back to the
+    same strategy (tests/test_cli.py)."""
+    import dataclasses
+
+    import strategies
+
+    built = strategies.build(label)
+    scalar = (int, float, str, bool, type(None))  # what a spec can write; a list-valued setting keeps its default
+    settings = ",".join(f"{f.name}={getattr(built, f.name)!r}" for f in dataclasses.fields(built)
+                        if f.init and not f.name.startswith("_") and isinstance(getattr(built, f.name), scalar))
+    name = label.split("@", 1)[0]
+    return f"{name}@{settings}" if settings else name
 
 
 def _print_errors(errors: list[tuple[str, str, str]]) -> None:

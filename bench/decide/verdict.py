@@ -42,7 +42,7 @@ DEFAULT_OBJECTIVE = "overflows=0,retention>=best,min-cost"
 REFERENCES = (BASELINE, "best")
 """What a relative constraint is measured from: ``none``'s value (``retention>=none-0.05``), or the best
 value among the strategies every other constraint admits, by a paired test (``retention>=best``)."""
-COUNTED = ("overflows", "compactions", "events", "prefix_breaks", "unseen_references", "hidden_overflows")
+COUNTED = ("overflows", "compactions", "events", "prefix_breaks", "unseen_references", "hidden_overflows", "rereads")
 """Metrics summed over traces (counts); every other metric is the mean per trace."""
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "=": math.isclose,
