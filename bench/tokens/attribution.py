@@ -17,7 +17,18 @@ provider's count of every message can be read off the usage itself:
   part (``bench.context.messages.Meter.overhead``, a stable first item for the cache ledger).
 - A compaction inside the recording: the first call after it holds the overhead plus the
   messages since the compaction only, so those are attributed against ``prompt − overhead``; the
-  messages that went into the compaction keep what they had.
+  messages that went into the compaction keep what they had. The overhead stays whole after a
+  compaction, though the first call's includes first-turn content that is no system prompt:
+  Claude Code prepends the CLAUDE.md user context to every request (query.ts ``prependUserContext``)
+  and re-runs SessionStart hooks after compacting; only the first-turn skill listing is not re-sent
+  (compact.ts keeps ``sentSkillNames``: "~4K tokens"; public copies of the 2026 source). Its size is
+  not in the 2.0-2.1.42 transcripts; taking a constant 4K off after each compaction was tried
+  (issue 24): the 2.1.37 and 2.1.1 second compactions land on their call, but the context after
+  falls out of ±15% on 1.0.53, 2.1.1, 2.1.7 and 2.1.20 (20 of 23 within → 16; 17 with 2K), so it is
+  not done.
+  The post-compaction cache read (16.6K on 1284c080 against a 43.5K overhead) is the globally cached
+  system prompt and tools only, no measure of what is re-sent: the user context's end was never a
+  cache breakpoint.
 - A model switch (another model's system prompt, maybe tokenizer): the appended messages are
   counted at the session ratio and the overhead is re-measured from that call on
   (``overheads`` is a schedule of (call, tokens)).

@@ -12,7 +12,7 @@ mylinyuzhi/analysis_claude_code_v2). Medium confidence (third-party reconstructi
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bench.context import Message, ToolUse
@@ -54,12 +54,21 @@ class _File:
             return 1.0
         return max(1.0, self.last_line / max(1, self.text.count("\n") + 1))
 
-    def tokens(self) -> int:
-        """chars/4 of the whole file as Claude Code would re-read it; a part is scaled up to the
-        highest line number seen (a lower bound of the file's length)."""
+    def tokens(self, count: Callable[[str], float] | None = None, limit: int = 5_000) -> int:
+        """The whole file's size as Claude Code's re-read judges it against the per-file limit; a part
+        is scaled up to the highest line number seen (a lower bound of the file's length).
+
+        The Read tool checks the file's raw content (no line numbers): under a quarter of the limit by
+        chars/4 it passes, else the provider's count decides (FileReadTool.ts ``validateContentTokens``:
+        ``roughTokenCountEstimationForFileType``, then ``countTokensWithAPI``; public copies of the
+        2026 source). ``count`` is the provider's count of a text (the session's ratio over our
+        tokenizer); without it, chars/4 of the numbered text, as before."""
         if self.text is None:
             return 0
-        return round(len(_numbered(self.text, self.first)) / 4 * self.scale())
+        if count is None:
+            return round(len(_numbered(self.text, self.first)) / 4 * self.scale())
+        rough = len(self.text) / 4 * self.scale()
+        return round(rough if rough <= limit / 4 else count(self.text) * self.scale())
 
 
 @dataclass

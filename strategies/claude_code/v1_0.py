@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -84,6 +84,12 @@ class Rules10(FiveLayer):
         """Invoked skills re-injected after compacting: none before 2.0.20 (``v2_0``)."""
         return []
 
+    @staticmethod
+    def _provider_count(session: Session) -> Callable[[str], float]:
+        """The provider's count of a text as the replay knows it: our tokenizer at the session's ratio."""
+        meter = session.meter
+        return lambda text: meter.counter.text(text) * meter.ratio
+
     def _file_attachments(self, know: _FileKnowledge, session: Session) -> list[Message]:
         """The newest ``restore_files`` files, whole and current; over the per-file limit (or of
         unknown content) a one-line reference; the rest stop at the total budget.
@@ -97,7 +103,7 @@ class Rules10(FiveLayer):
         out, used = [], 0
         for path in list(know.recent)[::-1][: self.restore_files]:
             f = know.files.get(path)
-            tokens = f.tokens() if f is not None else 0
+            tokens = f.tokens(self._provider_count(session), self.restore_file_tokens) if f is not None else 0
             if f is None or f.text is None or tokens > self.restore_file_tokens:
                 out.append(text_user(f"Note: {path} was read before this summary; it is too large to show again "
                                      f"here, read it if it is needed.", synthetic=True))

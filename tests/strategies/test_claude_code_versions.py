@@ -158,6 +158,31 @@ def test_a_big_file_seen_in_part_comes_back_as_a_reference(counter):
     assert restored.startswith("Note: /big.py was read before this summary") and len(restored) < 300
 
 
+def restored_after(counter, text: str, ratio: float = 1.0) -> str:
+    msgs = [Message.text_message("system", "s"), *step(1, "Read", numbered(text), file_path="/f.txt"),
+            Message.text_message("user", "go on")]
+    sess = Session(SONNET, Meter(counter, "chars/4", ratio=ratio), ExtractiveSummarizer())
+    new, _ = ClaudeCode()._compact(Meter(counter, "chars/4").context(msgs), sess, "L3 auto-compact")
+    (restored,) = [m.text for m in new.messages if m.meta.get("synthetic")]
+    return restored
+
+
+def test_the_per_file_limit_is_judged_on_the_provider_count_of_the_raw_content(counter):
+    """Read's check (FileReadTool.ts validateContentTokens): chars/4 of the raw content up to a quarter
+    of the limit passes, above that the API's count decides. A file of short tokens under 5K by chars/4
+    of its numbered lines but over 5K by count comes back as a reference; one of long words, as large
+    by chars/4, comes back whole; a small file comes back whole whatever the session's ratio."""
+    short = "\n".join("a b c d e f g h i j" for _ in range(700))  # ~7K tokens, 4.7K by numbered chars/4
+    assert len(numbered(short)) / 4 < 5_000 < counter.text(short)
+    assert restored_after(counter, short).startswith("Note: /f.txt was read before this summary")
+    dense = "\n".join("abcdefghijklmnopqrs" for _ in range(700))
+    assert counter.text(dense) < 5_000
+    assert restored_after(counter, dense).startswith("Re-read after compaction")
+    small = "\n".join("a b c d e f g h i j" for _ in range(200))  # 1.0K by chars/4: no API count
+    assert restored_after(counter, small, ratio=10.0).startswith("Re-read after compaction")
+    assert restored_after(counter, small * 2, ratio=10.0).startswith("Note:")  # 2.0K: counted, 10x over
+
+
 def test_invoked_skills_are_reinjected_within_their_limits_from_2_1_21(counter):
     body = "Base directory for this skill: /h/.claude/skills/review\n\n# Review\n" + "rule. " * 8_000
     msgs = [*step(1, "Skill", "Launching skill: review", skill="review"),
