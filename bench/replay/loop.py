@@ -147,6 +147,17 @@ def replay(
                 result.probes.extend({"strategy": label, **row} for row in rows)
         return new
 
+    def ready(ctx: Context, call: int, output: int) -> tuple[Context, Context, bool]:
+        """Before a call: the strategy's ``before_call``, the request it sends, and its 413 path when that
+        does not fit; (context, sent, still over the window). Once per recorded call, again after a re-read."""
+        ctx = apply(strategy.before_call(ctx, session), ctx, "before_call")
+        sent = strategy.project(ctx, session)
+        if model.fits(provider.prompt(sent, call), output):
+            return ctx, sent, False
+        ctx = apply(strategy.on_overflow(ctx, session), ctx, "on_overflow")
+        sent = strategy.project(ctx, session)
+        return ctx, sent, not model.fits(provider.prompt(sent, call), output)
+
     def send(sent: Context, kind: str, output: int, overflow: bool, *, unseen: int = 0, rereads: int = 0,
              reread_tokens: int = 0) -> None:
         """One request of the agent: checked as the API would (``invalid``), split by the prompt cache,
@@ -208,15 +219,9 @@ def replay(
         answered = None
         if step.answer is None or result.failed:
             break
-        ctx = apply(strategy.before_call(ctx, session), ctx, "before_call")
-        sent = strategy.project(ctx, session)
         answer = step.answer
         output = answer.usage.output_tokens if answer.usage and answer.usage.output_tokens else meter.truth(answer)
-        overflow = False
-        if not model.fits(provider.prompt(sent, step.index), output):
-            ctx = apply(strategy.on_overflow(ctx, session), ctx, "on_overflow")
-            sent = strategy.project(ctx, session)
-            overflow = not model.fits(provider.prompt(sent, step.index), output)
+        ctx, sent, overflow = ready(ctx, step.index, output)
         if result.failed:
             break
         lost = rereads.lost(recorded, sent.messages, answer) if rereads is not None else ()
@@ -228,13 +233,7 @@ def replay(
             ctx = apply(strategy.on_tool_result(ctx, session), ctx, "on_tool_result")
             if result.failed:
                 break
-            ctx = apply(strategy.before_call(ctx, session), ctx, "before_call")
-            sent = strategy.project(ctx, session)
-            overflow = False
-            if not model.fits(provider.prompt(sent, step.index), output):
-                ctx = apply(strategy.on_overflow(ctx, session), ctx, "on_overflow")
-                sent = strategy.project(ctx, session)
-                overflow = not model.fits(provider.prompt(sent, step.index), output)
+            ctx, sent, overflow = ready(ctx, step.index, output)
             if result.failed:
                 break
         send(sent, "agent", output, overflow, unseen=references.unseen(recorded, sent.messages, answer))

@@ -3,20 +3,11 @@ in a process pool or on Ray (executors), are stored as Parquet (store) and joine
 (merge); runner orchestrates them and ends with the verdict; tune splits the traces to choose
 thresholds on some and score them on the others."""
 
-from importlib import import_module
+from bench import lazy_face
 
 _MODULES = {
     "runner": ("RunConfig", "RunOutput", "run",),
     "store": ("Store", "load_results",),
     "merge": ("merge_runs",),
 }
-_HOME = {name: module for module, names in _MODULES.items() for name in names}
-__all__ = sorted(_HOME)
-
-
-def __getattr__(name: str):
-    """Each name is imported from its module on first use, so importing one module of this stage
-    does not import the others (and their heavy libraries)."""
-    if name in _HOME:
-        return getattr(import_module(f"{__name__}.{_HOME[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __all__ = lazy_face(__name__, _MODULES)

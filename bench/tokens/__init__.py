@@ -3,7 +3,7 @@
 models for traces without usage (calibration, fitted by calibration_fit) and Anthropic's count-tokens
 endpoint (count_tokens). Imports only the trace model."""
 
-from importlib import import_module
+from bench import lazy_face
 
 _MODULES = {
     "counter": ("TokenCounter", "Tokenizer", "render", "MESSAGE_OVERHEAD",),
@@ -12,13 +12,4 @@ _MODULES = {
     "calibration": ("FamilyModel", "calibrated",),
     "count_tokens": ("anthropic_attribution",),
 }
-_HOME = {name: module for module, names in _MODULES.items() for name in names}
-__all__ = sorted(_HOME)
-
-
-def __getattr__(name: str):
-    """Each name is imported from its module on first use, so importing one module of this stage
-    does not import the others (and their heavy libraries)."""
-    if name in _HOME:
-        return getattr(import_module(f"{__name__}.{_HOME[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __all__ = lazy_face(__name__, _MODULES)
