@@ -117,3 +117,17 @@ def test_the_replay_records_each_calls_model_and_window():
     r = run_task(trace, TokenCounter(), strategies.parse_spec("none"), RunConfig(model="claude-sonnet-4-5"))
     agent = [c for c in r.calls if c.kind == "agent"]
     assert agent and all(c.model == "claude-sonnet-4-5" and c.window >= 200_000 for c in agent)
+
+
+def test_the_report_says_which_detector_fired_on_which_strategy():
+    import pandas as pd
+
+    from reports.tables import detector_lines
+
+    rows = pd.DataFrame({"trace": ["a", "b", "a"], "strategy": ["x", "x", "y"], "error": ["", "", ""],
+                         **{k: [0, 0, 0] for k in d.DETECTORS}})
+    assert detector_lines(rows) == []
+    rows.loc[[0, 1], "runaway_compactions"] = [2, 1]
+    assert detector_lines(rows) == ["Runaway compaction (on consecutive calls, or more than 3 in 10 calls; "
+                                    "claude-code#24179): <b>x</b> (3 calls, 2 traces)."]
+    assert detector_lines(rows.drop(columns=list(d.DETECTORS))) == []  # a run from before the detectors
