@@ -13,9 +13,11 @@ import pandas as pd
 
 from bench.replay.records import CallRecord, EventRecord, TaskResult, columns
 from bench.replay.validity import EVENT_KIND as INVALID
-from bench.scoring.detectors import COMPACTION_KINDS  # noqa: F401 - one definition, re-exported here
+from bench.scoring.detectors import (
+    COMPACTION_KINDS,  # noqa: F401 - one definition, re-exported here
+    findings,
+)
 from bench.scoring.detectors import counts as detector_counts
-from bench.scoring.detectors import findings
 from bench.scoring.metric import Metric
 
 BASELINE = "none"
