@@ -482,7 +482,7 @@ def _render(run_dir: Path, steps: Steps, *, trace: str | None, sawtooth: list[st
         + tables.table_html(r.sort_values("cost"), css_class="results compact") + "</details>"
         for t, r in rows.groupby("trace", sort=True))
     headline = [*tables.headline(totals, int((rows.error != "").sum())), *_front_line(totals),
-                *sections.sweep_lines(s.sweeps)]
+                *tables.detector_lines(rows), *sections.sweep_lines(s.sweeps)]
     significance = sections.significance_line(s.comparisons) if len(s.comparisons) else None
     pairs = decision.pair_table(rows, order, "cost", stats.DEFAULT_B, scoring.weight(run.info))
     steps.tick("tables")

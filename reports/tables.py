@@ -237,6 +237,35 @@ def headline(totals: pd.DataFrame, errors: int = 0) -> list[str]:
     return out
 
 
+DETECTOR_LINES = {
+    "runaway_compactions": "Runaway compaction (on consecutive calls, or more than 3 in 10 calls; claude-code#24179)",
+    "ineffective_compactions": "Compaction that left the context above its trigger (copilot-cli#3621)",
+    "model_switch_compactions": "Compaction on a model switch (codex#33833)",
+    "late_trigger": "First compaction above 80% of a window over 200K (cline#14329)",
+    "overhead_fills_window": "First request over half its window (copilot-cli#3539)",
+}
+"""The failure detectors' report lines (bench/scoring/detectors.py), each said only when it fired."""
+
+
+def detector_lines(rows: pd.DataFrame) -> list[str]:
+    """One sentence per failure detector that fired: the strategies, with their calls and traces.
+
+    Runs written before the detectors (no such column) say nothing."""
+    out = []
+    ok = rows[rows.error == ""] if "error" in rows else rows
+    for col, label in DETECTOR_LINES.items():
+        if col not in ok:
+            continue
+        hit = ok[pd.to_numeric(ok[col], errors="coerce").fillna(0) > 0]
+        if hit.empty:
+            continue
+        parts = [f"<b>{html.escape(str(s))}</b> ({int(r[col].sum())} call{'' if int(r[col].sum()) == 1 else 's'}, "
+                 f"{r.trace.nunique()} trace{'' if r.trace.nunique() == 1 else 's'})"
+                 for s, r in hit.groupby("strategy", sort=True)]
+        out.append(f"{label}: " + ", ".join(parts) + ".")
+    return out
+
+
 def _code(text: str) -> str:
     """Escape, then show `backticked` names as code."""
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))

@@ -175,6 +175,7 @@ def replay(
                            cache_write=split.cache_write, output=output, ttl=config.cache_ttl),
                 model.cost_without_cache(split.prompt, output),
                 split.prefix_break, overflow, clock, unseen, len(invalid), rereads, reread_tokens,
+                model.id, model.max_input or model.context_window,
             )
         )
         session.last_usage = Usage(

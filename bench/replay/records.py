@@ -12,6 +12,8 @@ results.csv, run.json carry ``schema_version``):
      and JSONL files are exports of it, unchanged.
   6. a ``ledger`` table (our cache split beside the recorded one, bench/scoring/ledger_check.py); results gain
      ``compaction_retention``; fidelity columns describe the first automatic recorded compaction.
+  8. calls.csv: ``model`` and ``window`` of each agent call; results gain the failure detectors' columns
+     (bench/scoring/detectors.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,12 @@ class CallRecord:
     """On a ``reread`` row: the files it read again."""
     reread_tokens: int = 0
     """On a ``reread`` row: the tokens its call and results added to the context."""
+    model: str = ""
+    """The model the call went to (a recorded model switch changes it; empty on summarizer rows and rows
+    written before schema 8). The failure detectors (bench/scoring/detectors.py) read it."""
+    window: int = 0
+    """The input limit the call was fitted against (the model's ``max_input``, else its context window;
+    0 where unknown), so a detector can judge a size against the window *of that call*."""
 
 
 @dataclass(frozen=True)

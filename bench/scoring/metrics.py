@@ -13,9 +13,13 @@ import pandas as pd
 
 from bench.replay.records import CallRecord, EventRecord, TaskResult, columns
 from bench.replay.validity import EVENT_KIND as INVALID
+from bench.scoring.detectors import (
+    COMPACTION_KINDS,  # noqa: F401 - one definition, re-exported here
+    findings,
+)
+from bench.scoring.detectors import counts as detector_counts
 from bench.scoring.metric import Metric
 
-COMPACTION_KINDS = ("summarize", "handoff")
 BASELINE = "none"
 
 
@@ -81,6 +85,17 @@ METRICS: tuple[Metric, ...] = (
     Metric("false_economy", "flag", True,
            "Bills fewer input tokens than `none` on the same trace but costs more dollars "
            "(the prompt cache was broken)."),
+    Metric("runaway_compactions", "calls", True,
+           "Compactions on the call right after another, or beyond 3 in 10 calls (claude-code#24179)."),
+    Metric("ineffective_compactions", "calls", True,
+           "Compactions that did not shrink the context or were followed by another on the next call "
+           "(copilot-cli#3621)."),
+    Metric("model_switch_compactions", "calls", True,
+           "Compactions at the first call after the model or its window changed (codex#33833)."),
+    Metric("late_trigger", "calls", True,
+           "1 if the first compaction fired above 80% of a window larger than 200K tokens (cline#14329)."),
+    Metric("overhead_fills_window", "calls", True,
+           "1 if the first request already took more than half its window (copilot-cli#3539)."),
 )
 METRIC_BY_NAME = {m.name: m for m in METRICS}
 
@@ -207,6 +222,7 @@ def task_row(r: TaskResult, window: int | None = None) -> dict[str, object]:
         "failed": r.failed or "",
         "error": r.error or "",
         **_scores(r, agent, events, window),
+        **detector_counts(findings(r.trace, r.strategy, calls, events, window)),
     }
     if row["cliff_round"] is pd.NA:
         row["cliff_round"] = None
