@@ -196,3 +196,13 @@ def test_claude_code_keeps_a_skills_rules_by_reinjecting_it_and_strategies_witho
         lost = skill_scores(variant)
         assert not any(p["retained"] for p in lost["after"]), variant
         assert lost["skills"] < 0.5
+
+
+def test_the_report_table_shows_the_rule_columns_only_when_the_run_has_rules():
+    from reports.tables import table_html
+
+    totals = pd.DataFrame({"strategy": ["none", "keeps"], "cost": [3.0, 1.0], "instructions": [1.0, 0.8],
+                           "skills": [1.0, float("nan")]})
+    shown = table_html(totals)
+    assert "instruction rules kept" in shown and "80.0%" in shown and "skill rules kept" in shown
+    assert "instruction rules kept" not in table_html(totals.assign(instructions=float("nan")))
