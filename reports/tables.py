@@ -53,11 +53,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("overflows", "overflows", lambda v: f"{v:,.0f}"),
     Column("unseen_references", "re-reads needed", lambda v: f"{v:,.0f}"),
     Column("retention", "needle retention", lambda v: f"{v:.1%}"),
+    Column("instructions", "instruction rules kept", lambda v: f"{v:.1%}"),
+    Column("skills", "skill rules kept", lambda v: f"{v:.1%}"),
     Column("llm_recall", "LLM recall", lambda v: f"{v:.1%}"),
     Column("summarizer_cost_share", "summarizer share of cost", lambda v: f"{v:.1%}"),
     Column("calls", "calls", lambda v: f"{v:,.0f}"),
 )
-BY_CONSTRUCTION = frozenset({"saving_vs_none", "retention", "llm_recall", "unseen_references", "compactions",
+BY_CONSTRUCTION = frozenset({"saving_vs_none", "retention", "instructions", "skills", "llm_recall", "unseen_references", "compactions",
                              "summarizer_cost_share"})
 """Columns whose value for `none` is fixed by what it is (it never compacts), so not a result to shade."""
 SUMMARY_COLUMNS = tuple(c.key for c in COLUMNS if c.key not in ("mean_context", "calls"))
@@ -110,6 +112,9 @@ def strategy_totals(rows: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
             totals[col] = g[col].sum()
     for col in ("retention", "llm_recall"):  # the mean over traces, as the paired comparisons use
         if col in rows:
+            totals[col] = g[col].mean()
+    for col in ("instructions", "skills"):  # shown only when the run planted rules (an empty column is left out)
+        if col in rows and rows[col].notna().any():
             totals[col] = g[col].mean()
     stats = _call_stats(calls, ["strategy"]).set_index("strategy")
     totals["cache_hit_rate"] = (stats.cache_read / stats.prompt.replace(0, np.nan)).reindex(totals.index).fillna(0.0)

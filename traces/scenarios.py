@@ -21,6 +21,10 @@ _ALL_KINDS = (
     NeedlePlan("decision", 0.95), NeedlePlan("control", 0.0),
 )
 
+_RULE_NEEDLES = (NeedlePlan("constraint", 0.05), NeedlePlan("fact", 0.2), NeedlePlan("error", 0.45),
+                 NeedlePlan("decision", 0.75), NeedlePlan("control", 0.0))
+"""The facts planted beside the rules of the ``instructions`` scenarios (a user constraint among them)."""
+
 
 @dataclass(frozen=True)
 class ScenarioSpec:
@@ -44,6 +48,15 @@ class ScenarioSpec:
     direction_changes: bool = False
     """The user changes direction between turns (multi-task)."""
     needles: tuple[NeedlePlan, ...] = _ALL_KINDS
+    instructions: int = 0
+    """Rules in a project instruction file loaded at the start (0: none); traces/synthetic_rules.py."""
+    skills: tuple[float, ...] = ()
+    """Where skills are loaded, as fractions of the session's tokens (one skill each)."""
+    rules_per_skill: int = 3
+    """Rules each skill carries."""
+    layout: str = "claude-code"
+    """Where the instruction file and skills go: ``claude-code``, ``codex`` or ``opencode``
+    (traces/synthetic_rules.py LAYOUTS)."""
 
 
 SCENARIOS: dict[str, ScenarioSpec] = {s.name: s for s in (
@@ -64,12 +77,21 @@ SCENARIOS: dict[str, ScenarioSpec] = {s.name: s for s in (
                  needles=(*_ALL_KINDS, NeedlePlan("update", 0.85, old_at=0.35))),
     ScenarioSpec("tiny", "a 10K-token session, the smallest size", tokens=10_000, turns=1, max_output_chars=6_000,
                  needles=(NeedlePlan("fact", 0.3), NeedlePlan("error", 0.6), NeedlePlan("control", 0.0))),
+    ScenarioSpec("instructions", "rules that must survive: a CLAUDE.md of five rules in the first turn's reminder "
+                 "and two skills loaded mid-session (three rules each), Claude Code's layout", tokens=400_000,
+                 turns=5, instructions=5, skills=(0.3, 0.6), needles=_RULE_NEEDLES),
+    ScenarioSpec("instructions-codex", "`instructions` laid out as Codex does: the AGENTS.md user message, skills "
+                 "as injected user messages", tokens=400_000, turns=5, instructions=5, skills=(0.3, 0.6),
+                 needles=_RULE_NEEDLES, layout="codex"),
+    ScenarioSpec("instructions-opencode", "`instructions` laid out as OpenCode does: the AGENTS.md text in the "
+                 "system prompt, skills as `skill` tool results", tokens=400_000, turns=5, instructions=5,
+                 skills=(0.3, 0.6), needles=_RULE_NEEDLES, layout="opencode"),
     ScenarioSpec("huge", "a 2M-token marathon (opt-in: slow to replay)", tokens=1_900_000, turns=16,
                  size_scale={"read": 2.5, "bash": 2.5}, reread=0.25),
 )}
 
 DEFAULT_BENCH: tuple[str, ...] = ("short", "long", "logs", "reads", "multitask")
-"""What ``make bench`` runs; ``huge`` and ``tiny`` are opt-in."""
+"""What ``make bench`` runs; ``huge``, ``tiny`` and the ``instructions`` scenarios are opt-in."""
 
 
 def resolve(scenario: str | ScenarioSpec) -> ScenarioSpec:

@@ -14,6 +14,7 @@ import math
 from dataclasses import replace
 from random import Random
 
+from traces import synthetic_rules as sr
 from traces import synthetic_text as tx
 from traces.calibration import CATEGORIES, FITTED, Calibration
 from traces.model import Message, Needle, Text, ToolResult, ToolUse, Trace, render
@@ -94,17 +95,43 @@ class _Session:
             if plan.old_at is not None:
                 self.events.append((plan.old_at, i, "old", p))
         self.events += [(k / spec.turns, -1, "turn", None) for k in range(1, spec.turns)]
+        # rules (traces/synthetic_rules.py): their own generator, so a scenario without them is unchanged
+        if spec.layout not in sr.LAYOUTS:
+            raise ValueError(f"scenario {spec.name}: unknown layout {spec.layout!r}; known: {', '.join(sr.LAYOUTS)}")
+        rule_rng = Random(f"{spec.name}/{seed}/rules/{attempt}")
+        drawn = sr.draw_rules(rule_rng, spec.instructions + spec.rules_per_skill * len(spec.skills))
+        self.instruction_rules = drawn[:spec.instructions]
+        self.instruction_at = -1
+        self.skills: list[tuple[str, tuple[sr.Rule, ...], str, int]] = []  # name, rules, body, message index
+        names = rule_rng.sample(sr.SKILL_NAMES, len(spec.skills)) if spec.skills else []
+        for k, name in enumerate(names):
+            rules = drawn[spec.instructions + k * spec.rules_per_skill:spec.instructions + (k + 1) * spec.rules_per_skill]
+            self.skills.append((name, rules, sr.skill_body(rule_rng, name, rules), -1))
+            self.events.append((spec.skills[k], 1_000 + k, "skill", None))
         self.events.sort(key=lambda e: (e[0], e[1]))
 
     # -- building -----------------------------------------------------------------------------
     def build(self) -> Trace | None:
-        self._add(Message.text_message("system", tx.system_prompt(self.rng, self.project, TOOLS), timestamp=self.now))
+        system = tx.system_prompt(self.rng, self.project, TOOLS)
+        rules_file = sr.instruction_file(self.rng, self.project, self.instruction_rules) if self.instruction_rules else ""
+        if rules_file and self.spec.layout == "opencode":
+            system += "\n\n" + sr.opencode_instructions(f"{self._cwd}/AGENTS.md", rules_file)
+        self._add(Message.text_message("system", system, timestamp=self.now))
+        if rules_file and self.spec.layout == "opencode":
+            self.instruction_at = 0
+        elif rules_file and self.spec.layout == "codex":
+            self.instruction_at = self._add(Message.text_message(
+                "user", sr.codex_agents_md(self._cwd, rules_file), timestamp=self.now, meta={"injected": True}))
+        self.first_reminder = (sr.claude_md_reminder(f"{self._cwd}/CLAUDE.md", rules_file)
+                               if rules_file and self.spec.layout == "claude-code" else None)
         pending: list[Planted] = []
         first = True
         while self.est < self.spec.tokens or self.events or pending:
             frac = self.est / self.spec.tokens
             due = [e for e in self.events if e[0] <= frac]
             self.events = [e for e in self.events if e not in due]
+            skills_due = [e[1] - 1_000 for e in due if e[2] == "skill"]
+            due = [e for e in due if e[2] != "skill"]
             texts = [self._task()] if first else []
             for _, _, what, p in due:
                 if what == "turn":
@@ -123,6 +150,8 @@ class _Session:
                 self._human(texts, [p for _, _, w, p in due if w in ("needle", "old") and p.human is not None],
                             [p for _, _, w, p in due if w == "old"])
                 first = False
+            for k in skills_due:
+                self._skill(k)
             self._step(pending.pop(0) if pending else None)
         self._final()
         return self._trace()
@@ -146,9 +175,18 @@ class _Session:
             return self._fmt(_SWITCH)
         return self._fmt(self.rng.choice(_FOLLOW))
 
+    @property
+    def _cwd(self) -> str:
+        return f"/home/dev/{self.project}"
+
     def _human(self, texts: list[str], carried: list[Planted], old: list[Planted]) -> None:
         self.now += min(3600.0, self.cal.turn_seconds.sample(self.rng))
-        i = self._add(Message.text_message("user", "\n\n".join(texts), timestamp=round(self.now, 3)))
+        if self.first_reminder is not None:  # Claude Code: the CLAUDE.md reminder heads the first user turn
+            i = self._add(Message("user", (Text(self.first_reminder), Text("\n\n".join(texts))),
+                                  timestamp=round(self.now, 3)))
+            self.first_reminder, self.instruction_at = None, i
+        else:
+            i = self._add(Message.text_message("user", "\n\n".join(texts), timestamp=round(self.now, 3)))
         for p, where in self.planted:
             if any(p is q for q in old):
                 where[1] = i
@@ -186,6 +224,33 @@ class _Session:
         if needle is not None:
             where = next(w for p, w in self.planted if p is needle)
             where[0] = ai if needle.kind in ("artifact", "decision") else ri
+
+    def _skill(self, k: int) -> None:
+        """Load skill ``k`` where the scenario's agent puts a skill (traces/synthetic_rules.py)."""
+        name, rules, body, _ = self.skills[k]
+        layout = self.spec.layout
+        self.now += min(600.0, self.cal.step_seconds.sample(self.rng))
+        if layout == "codex":  # an injected user message, no tool call
+            text = f"<skill>\n<name>{name}</name>\n<path>{self._cwd}/.codex/skills/{name}/SKILL.md</path>\n{body}\n</skill>"
+            at = self._add(Message.text_message("user", text, timestamp=round(self.now, 3), meta={"injected": True}))
+            self.skills[k] = (name, rules, body, at)
+            return
+        use = ToolUse(f"toolu_{self.seed:04d}_{self.calls:05d}", "Skill" if layout == "claude-code" else "skill",
+                      {"skill": name} if layout == "claude-code" else {"name": name})
+        self.calls += 1
+        self._add(Message("assistant", (Text(f"This is {name.replace('-', ' ')} work; loading the {name} skill."), use),
+                          timestamp=round(self.now, 3)))
+        self.now += 0.5
+        if layout == "opencode":  # the body is the tool result
+            out = f'<skill_content name="{name}">\n# Skill: {name}\n\n{body}\n</skill_content>'
+            at = self._add(Message("user", (ToolResult(use.id, out),), timestamp=round(self.now, 3)))
+            self.est += len(out) / CHARS_PER_TOKEN["text"]
+        else:  # Claude Code: "Launching skill", then the body as an injected (isMeta) user message
+            self._add(Message("user", (ToolResult(use.id, f"Launching skill: {name}"),), timestamp=round(self.now, 3)))
+            text = f"{sr.SKILL_LEAD} /home/dev/.claude/skills/{name}\n\n{body}"
+            at = self._add(Message.text_message("user", text, timestamp=round(self.now, 3),
+                                                meta={"injected": True, "is_meta": True}))
+        self.skills[k] = (name, rules, body, at)
 
     def _needle_call(self, p: Planted) -> Call:
         """The tool call that carries a needle, sized like the real calls it stands for.
@@ -235,6 +300,12 @@ class _Session:
                                               p.call[2] if p.call else "")
             needles.append(Needle(f"{p.kind}-{k:02d}", p.kind, text,
                                   p.question, p.answer, index, p.old_answer, p.reference))
+        for kind, rules, at in ([("instruction", self.instruction_rules, self.instruction_at)]
+                                + [("skill", rules, at) for _, rules, _, at in self.skills]):
+            for rule in rules:
+                if {i for i, t in enumerate(texts) if rule.answer in t} != {at}:
+                    return None
+                needles.append(Needle(f"{kind}-{len(needles):02d}", kind, rule.text, rule.question, rule.answer, at))
         spec = self.spec
         return Trace(
             id=f"synthetic/{spec.name}/seed{self.seed}", messages=tuple(self.messages), agent="synthetic",

@@ -194,7 +194,8 @@ def check_objective(text: str | None) -> Objective:
     return obj
 
 
-FRACTIONS = ("retention", "compaction_retention", "llm_recall", "saving_vs_none", "cache_hit_rate")
+FRACTIONS = ("retention", "compaction_retention", "instructions", "skills", "llm_recall", "saving_vs_none",
+             "cache_hit_rate")
 """Metrics shown as percentages (and their differences in points)."""
 
 

@@ -64,6 +64,13 @@ METRICS: tuple[Metric, ...] = (
            "Share of the needles already stated that were verbatim in the context right after each compaction, "
            "pooled over the compactions (empty when the strategy never compacted on the trace): what a summary "
            "or a cut kept, where `retention` is often saved by a needle that is still in the recent tail."),
+    Metric("instructions", "fraction", False,
+           "Share of the instruction file's rules (CLAUDE.md, AGENTS.md: planted by the `instructions` scenarios) "
+           "verbatim in the context right after each compaction and in the last request sent, pooled; kept by "
+           "the strategy or re-injected by the agent (empty on traces without rules)."),
+    Metric("skills", "fraction", False,
+           "The same for the rules of skills loaded mid-session (Claude Code re-injects invoked skills after "
+           "compacting, up to 5K tokens each and 25K in all; empty on traces without skills)."),
     Metric("llm_recall", "fraction", False,
            "With `--probe anthropic`: share of stated needles a real model answered correctly from the last "
            "request sent (empty otherwise); the gap to `retention` is what is present but not recalled."),
@@ -143,10 +150,12 @@ def _chained(events: list[EventRecord]) -> list[bool]:
 def _scores(r: TaskResult, agent: list[CallRecord], events: list[EventRecord], window: int | None
             ) -> dict[str, object]:
     """Retention, estimator and fidelity columns of one task (empty values where they do not apply)."""
-    from bench.scoring.probes import cliff_rounds, false_positive_rate, probe_scores, retention
+    from bench.scoring.probes import (RULE_KINDS, cliff_rounds, false_positive_rate, probe_scores, retention,
+                                      rule_retention)
 
     out: dict[str, object] = {"retention": np.nan, "compaction_retention": np.nan, "llm_recall": np.nan,
-                              "cliff_round": pd.NA, "false_positive_rate": np.nan}
+                              "cliff_round": pd.NA, "false_positive_rate": np.nan,
+                              "instructions": np.nan, "skills": np.nan}
     probes = pd.DataFrame()
     if r.probes and not any("llm_recalled" in p for p in r.probes):  # one pass, no frames
         out.update(probe_scores(r.probes))
@@ -166,6 +175,11 @@ def _scores(r: TaskResult, agent: list[CallRecord], events: list[EventRecord], w
         out["compaction_retention"] = float(after.retained.astype(bool).mean()) if len(after) else np.nan
         fpr = false_positive_rate(probes)
         out["false_positive_rate"] = float(fpr.false_positive_rate.iloc[0]) if len(fpr) else np.nan
+        if "strategy" in probes:
+            rules = rule_retention(probes)
+            for kind, col in RULE_KINDS.items():
+                hit = rules[rules.kind == kind]
+                out[col] = float(hit.retention.iloc[0]) if len(hit) else np.nan
     acted = [e for e, chained in zip(events, _chained(events), strict=True) if e.tokens_before > 0 and not chained]
     if acted:  # int64 / int64 then the median, as pandas computed it from the frame
         ratios = (np.asarray([e.estimate_before for e in acted], dtype=np.int64)
@@ -287,6 +301,9 @@ def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
         "retention": g.retention.mean(),
         "compaction_retention": g.compaction_retention.mean(),
     })
+    for col in ("instructions", "skills"):  # only when the run planted rules
+        if col in table and table[col].notna().any():
+            out[col] = g[col].mean()
     if table.llm_recall.notna().any():
         out["llm_recall"] = g.llm_recall.mean()
     if "invalid_requests" in table and table.invalid_requests.any():  # only when there are some

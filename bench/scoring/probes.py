@@ -58,6 +58,10 @@ AGE_CALL_EDGES = (0, 5, 20, 50, 100, np.inf)
 AGE_CALL_LABELS = ("< 5", "5–19", "20–49", "50–99", "≥ 100")
 CLIFF = 0.5
 """A strategy's cliff round is the first compaction round whose retention falls below this."""
+RULE_KINDS = {"instruction": "instructions", "skill": "skills"}
+"""Needle kinds that are rules (traces/synthetic_rules.py) → the results column that scores them."""
+RULE_MOMENTS = ("compaction", "end")
+"""Where a rule is checked: right after every compaction, and in the last request sent."""
 
 METRICS: tuple[Metric, ...] = (
     Metric("retention", "fraction", False,
@@ -67,6 +71,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("stale", "fraction", True, "Share of update needles where only the superseded value is left."),
     Metric("false_positive_rate", "fraction", True, "Share of control (never stated) needles found anyway."),
     Metric("cliff_round", "round", False, "First compaction round whose retention falls below 50%."),
+    Metric("instructions", "fraction", False,
+           "Share of instruction-file rules still verbatim in the context after each compaction and at the end."),
+    Metric("skills", "fraction", False,
+           "Share of loaded skills' rules still verbatim in the context after each compaction and at the end."),
     Metric("files_modified_f1", "fraction", False,
            "Set F1 of the files modified so far against those still named in the context."),
 )
@@ -342,6 +350,25 @@ def probe_kind(needle_id: str, needle_kind: str) -> str:
     return next((label for prefix, label in DERIVED_KINDS if str(needle_id).startswith(prefix)), str(needle_kind))
 
 
+def rule_retention(probes: pd.DataFrame) -> pd.DataFrame:
+    """Strategy × rule kind (``instruction``, ``skill``): the share of (rule, probe point) rows retained
+    verbatim after each compaction and at the end, pooled, with n; plus the share at each compaction round.
+
+    A rule may survive because the strategy kept the message that held it or because the agent
+    re-injected it after compacting (Claude Code's invoked skills): both count, as the model sees both.
+    """
+    cols = ["strategy", "kind", "n", "retention", "by_round"]
+    if probes.empty or "needle_kind" not in probes:
+        return pd.DataFrame(columns=cols)
+    p = probes[probes.needle_kind.isin(list(RULE_KINDS)) & probes.moment.isin(list(RULE_MOMENTS))]
+    rows = []
+    for (strategy, kind), g in p.groupby(["strategy", "needle_kind"]):
+        after = g[g.moment == "compaction"]
+        rows.append({"strategy": strategy, "kind": kind, "n": len(g), "retention": float(g.retained.mean()),
+                     "by_round": {int(k): float(v) for k, v in after.groupby("round").retained.mean().items()}})
+    return pd.DataFrame(rows, columns=cols)
+
+
 def retention_by_kind(probes: pd.DataFrame, *, moment: str | None = None) -> pd.DataFrame:
     """Strategy × probe kind: the share of (needle, probe point) rows retained verbatim, with n.
 
@@ -371,14 +398,21 @@ def _present(value: Any) -> bool:
 
 def probe_scores(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """``retention``, ``compaction_retention`` (the stated needles retained right after each compaction,
-    pooled), ``false_positive_rate`` (NaN when nothing to score) and ``cliff_round`` (None when
-    retention never falls below bench.scoring.probes.CLIFF) of one task's probe rows (one strategy)."""
+    pooled), ``false_positive_rate`` (NaN when nothing to score), ``cliff_round`` (None when
+    retention never falls below bench.scoring.probes.CLIFF), and ``instructions`` and ``skills`` (the
+    rules retained after each compaction and at the end, pooled, as ``rule_retention``; NaN without
+    rules) of one task's probe rows (one strategy)."""
     kept = scored = controls = false_pos = 0
     rounds: dict[int, list[int]] = {}  # round → [retained, probed]
+    rules = {col: [0, 0] for col in RULE_KINDS.values()}  # column → [retained, probed]
     for p in rows:
         if not _present(p.get("strategy")):  # pandas groups by strategy: rows without one count nowhere
             continue
         moment, control = p.get("moment"), p.get("needle_kind") == "control"
+        rule = RULE_KINDS.get(p.get("needle_kind"))  # type: ignore[arg-type]
+        if rule is not None and moment in RULE_MOMENTS and _present(p.get("retained")):
+            rules[rule][0] += bool(p["retained"])
+            rules[rule][1] += 1
         if control:
             if moment == "end":  # a control without a class counts as not found, as in bench.scoring.probes
                 controls += 1
@@ -396,4 +430,5 @@ def probe_scores(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return {"retention": kept / scored if scored else math.nan,
             "compaction_retention": after_kept / after_probed if after_probed else math.nan,
             "false_positive_rate": false_pos / controls if controls else math.nan,
-            "cliff_round": below[0] if below else None}
+            "cliff_round": below[0] if below else None,
+            **{col: k / n if n else math.nan for col, (k, n) in rules.items()}}

@@ -245,9 +245,10 @@ def _pandas_scores(rows: list[dict]) -> dict:
     """The per-task scores as bench.scoring.probes computes them for many tasks (the reference)."""
     import math
 
-    from bench.scoring.probes import cliff_rounds, false_positive_rate, retention
+    from bench.scoring.probes import RULE_KINDS, cliff_rounds, false_positive_rate, retention, rule_retention
 
     frame = pd.DataFrame(rows)
+    rules = rule_retention(frame) if "strategy" in frame else rule_retention(pd.DataFrame())
     ret, fpr, cliff = retention(frame), false_positive_rate(frame), cliff_rounds(frame)
     first = cliff.cliff_round.iloc[0] if len(cliff) else pd.NA
     after = frame[(frame.moment == "compaction") & (frame.needle_kind != "control")]
@@ -255,7 +256,9 @@ def _pandas_scores(rows: list[dict]) -> dict:
     return {"retention": float(ret.retention.iloc[0]) if len(ret) else math.nan,
             "compaction_retention": float(after.retained.astype(bool).mean()) if len(after) else math.nan,
             "false_positive_rate": float(fpr.false_positive_rate.iloc[0]) if len(fpr) else math.nan,
-            "cliff_round": None if first is pd.NA else int(first)}
+            "cliff_round": None if first is pd.NA else int(first),
+            **{col: float(rules[rules.kind == kind].retention.iloc[0]) if (rules.kind == kind).any() else math.nan
+               for kind, col in RULE_KINDS.items()}}
 
 
 def _same(a: dict, b: dict) -> bool:

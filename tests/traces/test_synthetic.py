@@ -55,8 +55,9 @@ def test_every_scenario_is_well_formed(name):
             assert prev.role == "assistant" and prev.tool_uses
     stamps = [m.timestamp for m in ms]
     assert all(a <= b for a, b in itertools.pairwise(stamps))
+    skill_tool = {"Skill", "skill"} if resolve(SMALL[name]).skills else set()  # traces/synthetic_rules.py
     assert {u.name for m in ms for u in m.tool_uses} <= {"read_file", "edit_file", "write", "bash", "grep",
-                                                          "glob", "web_fetch", "todo_write"}
+                                                          "glob", "web_fetch", "todo_write", *skill_tool}
 
 
 def test_long_crosses_a_200k_window_several_times_and_short_stays_small(counter):
@@ -89,7 +90,9 @@ def test_chars_over_4_undercounts_like_real_sessions(counter):
 def test_needles_are_where_they_were_planted_and_nowhere_earlier(name):
     t = trace_of(SMALL[name])
     texts = [render(m) for m in t.messages]
-    assert [n.kind for n in t.needles] == [p.kind for p in resolve(SMALL[name]).needles]
+    spec = resolve(SMALL[name])
+    assert [n.kind for n in t.needles] == [p.kind for p in spec.needles] + ["instruction"] * spec.instructions + [
+        "skill"] * (spec.rules_per_skill * len(spec.skills))  # rules last (tests/bench/test_instructions.py)
     for n in t.needles:
         if n.kind == "control":
             assert n.message_index == -1 and not any(n.answer in x for x in texts)
