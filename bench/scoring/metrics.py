@@ -150,8 +150,14 @@ def _chained(events: list[EventRecord]) -> list[bool]:
 def _scores(r: TaskResult, agent: list[CallRecord], events: list[EventRecord], window: int | None
             ) -> dict[str, object]:
     """Retention, estimator and fidelity columns of one task (empty values where they do not apply)."""
-    from bench.scoring.probes import (RULE_KINDS, cliff_rounds, false_positive_rate, probe_scores, retention,
-                                      rule_retention)
+    from bench.scoring.probes import (
+        RULE_KINDS,
+        cliff_rounds,
+        false_positive_rate,
+        probe_scores,
+        retention,
+        rule_retention,
+    )
 
     out: dict[str, object] = {"retention": np.nan, "compaction_retention": np.nan, "llm_recall": np.nan,
                               "cliff_round": pd.NA, "false_positive_rate": np.nan,

@@ -16,8 +16,8 @@ from bench.decide.verdict import Constraint, check_objective, decide, parse_obje
 from bench.replay.loop import ReplayConfig, replay
 from bench.replay.records import TaskResult
 from bench.scoring.metrics import METRIC_BY_NAME, by_strategy, results_table
-from bench.summarizers import Summary, SummaryRequest
 from bench.scoring.probes import needle_observer, probe_scores, rule_retention
+from bench.summarizers import Summary, SummaryRequest
 from bench.tokens.counter import TokenCounter
 from strategies.claude_code import SKILL_LEAD
 from traces import synthetic_rules as sr
