@@ -59,7 +59,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("summarizer_cost_share", "summarizer share of cost", lambda v: f"{v:.1%}"),
     Column("calls", "calls", lambda v: f"{v:,.0f}"),
 )
-BY_CONSTRUCTION = frozenset({"saving_vs_none", "retention", "instructions", "skills", "llm_recall", "unseen_references", "compactions",
+BY_CONSTRUCTION = frozenset({"saving_vs_none", "retention", "instructions", "skills", "llm_recall", "unseen_references",
+                             "compactions",
                              "summarizer_cost_share"})
 """Columns whose value for `none` is fixed by what it is (it never compacts), so not a result to shade."""
 SUMMARY_COLUMNS = tuple(c.key for c in COLUMNS if c.key not in ("mean_context", "calls"))

@@ -105,7 +105,8 @@ class _Session:
         self.skills: list[tuple[str, tuple[sr.Rule, ...], str, int]] = []  # name, rules, body, message index
         names = rule_rng.sample(sr.SKILL_NAMES, len(spec.skills)) if spec.skills else []
         for k, name in enumerate(names):
-            rules = drawn[spec.instructions + k * spec.rules_per_skill:spec.instructions + (k + 1) * spec.rules_per_skill]
+            first = spec.instructions + k * spec.rules_per_skill
+            rules = drawn[first:first + spec.rules_per_skill]
             self.skills.append((name, rules, sr.skill_body(rule_rng, name, rules), -1))
             self.events.append((spec.skills[k], 1_000 + k, "skill", None))
         self.events.sort(key=lambda e: (e[0], e[1]))
@@ -113,7 +114,8 @@ class _Session:
     # -- building -----------------------------------------------------------------------------
     def build(self) -> Trace | None:
         system = tx.system_prompt(self.rng, self.project, TOOLS)
-        rules_file = sr.instruction_file(self.rng, self.project, self.instruction_rules) if self.instruction_rules else ""
+        rules_file = (sr.instruction_file(self.rng, self.project, self.instruction_rules)
+                      if self.instruction_rules else "")
         if rules_file and self.spec.layout == "opencode":
             system += "\n\n" + sr.opencode_instructions(f"{self._cwd}/AGENTS.md", rules_file)
         self._add(Message.text_message("system", system, timestamp=self.now))
@@ -231,7 +233,8 @@ class _Session:
         layout = self.spec.layout
         self.now += min(600.0, self.cal.step_seconds.sample(self.rng))
         if layout == "codex":  # an injected user message, no tool call
-            text = f"<skill>\n<name>{name}</name>\n<path>{self._cwd}/.codex/skills/{name}/SKILL.md</path>\n{body}\n</skill>"
+            path = f"{self._cwd}/.codex/skills/{name}/SKILL.md"
+            text = f"<skill>\n<name>{name}</name>\n<path>{path}</path>\n{body}\n</skill>"
             at = self._add(Message.text_message("user", text, timestamp=round(self.now, 3), meta={"injected": True}))
             self.skills[k] = (name, rules, body, at)
             return

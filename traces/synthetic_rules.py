@@ -38,7 +38,8 @@ from traces import synthetic_text as tx
 from traces.synthetic_needles import WORDS
 
 LAYOUTS = ("claude-code", "codex", "opencode")
-CLAUDE_MD_LEAD = "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n# claudeMd\n"
+CLAUDE_MD_LEAD = ("<system-reminder>\nAs you answer the user's questions, you can use the following context:\n"
+                  "# claudeMd\n")
 SKILL_LEAD = "Base directory for this skill:"
 """The same lead strategies/claude_code/common.py looks for (not imported: traces is an earlier stage)."""
 SKILL_NAMES = ("db-migrations", "release-checklist", "api-style", "incident-triage", "perf-review")
