@@ -252,8 +252,10 @@ def _pandas_scores(rows: list[dict]) -> dict:
     first = cliff.cliff_round.iloc[0] if len(cliff) else pd.NA
     after = frame[(frame.moment == "compaction") & (frame.needle_kind != "control")]
     after = after[after["round"].notna() & after.retained.notna()]
+    rules = after[after.needle_kind == "constraint"]
     return {"retention": float(ret.retention.iloc[0]) if len(ret) else math.nan,
             "compaction_retention": float(after.retained.astype(bool).mean()) if len(after) else math.nan,
+            "constraint_retention": float(rules.retained.astype(bool).mean()) if len(rules) else math.nan,
             "false_positive_rate": float(fpr.false_positive_rate.iloc[0]) if len(fpr) else math.nan,
             "cliff_round": None if first is pd.NA else int(first)}
 
