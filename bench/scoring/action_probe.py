@@ -46,6 +46,8 @@ NEXT_PROMPT = ("Stop here and do not call tools. In one line, name the single ne
 CHOICE_PROMPT = ("Do not call tools. For each numbered situation below, pick the next step you would take given "
                  "everything the user said in the conversation above. Answer one line each, `N. A` or `N. B`.")
 RULE = re.compile(r"\b(never|always|only)\b\s+(.{3,200})", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[,;:]\s|\.(?:\s|$)|\s[-–—]\s")
+"""Where the rule's action ends: a clause break (a path's dots and slashes stay inside)."""
 _ACTION = re.compile(r"^\s*`?\s*([A-Za-z_][\w.\-]*)\s*[: ]\s*(.+?)\s*`?\s*$")
 _CHOICE = re.compile(r"^\s*\**\s*(\d+)\s*[.):]\s*\**\s*\(?([AaBb])\b")
 COMMAND_KEYS = ("command", "cmd")
@@ -71,13 +73,14 @@ class Rule:
     action: str
 
     def options(self) -> tuple[str, str]:
-        """(the step that breaks the rule, the step that keeps it)."""
+        """(the step that breaks the rule, the step that keeps it). Both sides are shown on the compacted
+        and on the full context alike, so a wording that leans one way shifts both: compare the two."""
         a = self.action.rstrip(".!?")
         if self.polarity == "never":
-            return a, f"a step that does not {a}"
+            return a, "continue the task without that step"
         if self.polarity == "always":
-            return f"skip this once: not {a}", a
-        return f"go beyond this: not only {a}", f"only {a}"
+            return "skip that this time and go on", a
+        return "widen the work beyond that", f"only {a}"
 
     def broken_first(self) -> bool:
         """Which option is shown as A: fixed per rule (by hash), so half the rules put the breach first."""
@@ -88,7 +91,8 @@ def rule_of(needle: Needle) -> Rule | None:
     """The rule in a constraint needle's sentence, when it says only, never or always."""
     if needle.kind != "constraint" or (m := RULE.search(needle.text or needle.answer)) is None:
         return None
-    return Rule(needle.id, m.group(1).lower(), m.group(2).strip())
+    action = _CLAUSE_END.split(m.group(2).strip(), maxsplit=1)[0].strip()
+    return Rule(needle.id, m.group(1).lower(), action) if len(action.split()) >= 1 else None
 
 
 def action_of(use: ToolUse) -> Action:
@@ -109,7 +113,7 @@ def recorded_next_action(messages: Sequence[Message], cut: int) -> Action | None
 def parse_action(text: str) -> Action | None:
     """``TOOL TARGET`` from the model's first non-empty line (None for ``none`` or no such line)."""
     for line in text.splitlines():
-        line = line.strip().strip("*").strip()
+        line = line.replace("*", "").strip()
         if not line:
             continue
         if line.lower().startswith("none"):
