@@ -195,9 +195,9 @@ class ActionProber:
     def _ask(self, messages: Sequence[Message], prompt: str, max_tokens: int) -> str | None:
         if sum(self.counter.truth(m) for m in messages) + HEADROOM > self.window:
             return None
-        if self.max_cost is not None and self.cost >= self.max_cost:
-            return None
         body = {"model": self.model, "max_tokens": max_tokens, **to_messages_api(tuple(messages), prompt)}
+        if self.max_cost is not None and self.cost >= self.max_cost and not self.api.stored_path(body).exists():
+            return None  # over the cap: only answers already on disk (free) are read
         fresh: list[bool] = []
 
         def keep(r: Any) -> dict[str, Any]:

@@ -159,6 +159,9 @@ def test_the_prober_stops_paying_at_max_cost_and_a_rerun_is_free(tmp_path):
     again = prober(ContextModel(), tmp_path)
     probe_rows(again, MESSAGES, CUT, MESSAGES[:CUT], [RULE])
     assert (again.asked, again.paid) == (4, 1)  # 2 distinct requests here: the one paid before came from disk
+    capped = prober(ContextModel(), tmp_path, max_cost=1e-12)
+    assert probe_rows(capped, MESSAGES, CUT, MESSAGES[:CUT], [RULE])[1]["obeyed"] is True  # on disk: read over the cap
+    assert capped.paid == 0
 
 
 def test_missing_key_is_refused_before_any_request(monkeypatch):
