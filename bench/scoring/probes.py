@@ -388,7 +388,8 @@ def _present(value: Any) -> bool:
 
 def probe_scores(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """``retention``, ``compaction_retention`` (the stated needles retained right after each compaction,
-    pooled), ``constraint_retention`` (the same for the user's constraint needles alone), ``false_positive_rate`` (NaN when nothing to score) and ``cliff_round`` (None when
+    pooled), ``constraint_retention`` (the same for the user's constraint needles alone),
+    ``false_positive_rate`` (NaN when nothing to score) and ``cliff_round`` (None when
     retention never falls below bench.scoring.probes.CLIFF) of one task's probe rows (one strategy)."""
     kept = scored = controls = false_pos = rules_kept = rules = 0
     rounds: dict[int, list[int]] = {}  # round → [retained, probed]

@@ -31,7 +31,7 @@ from bench.scoring.metrics import behaviour_scores
 from bench.summarizers import SummarizerError
 from tests.bench.test_anthropic_summarizer import reply
 from traces import native
-from traces.model import Message, Needle, ToolResult, ToolUse, Trace
+from traces.model import Message, Needle, ToolResult, ToolUse
 
 EDITED = "/src/app/adapter.py"
 RULE_TEXT = "Never push to the main branch."
