@@ -244,10 +244,23 @@ def _asker(config: RunConfig, counter: TokenCounter | None = None) -> Any:
     return llm_probe.build(config.probe, **options)
 
 
-def _observers(trace: Trace, asker: Any = None) -> tuple[Callable[..., list[dict]], ...]:
+def _prober(config: RunConfig, counter: TokenCounter | None = None) -> Any:
+    """The behaviour probes of ``--probe anthropic`` (next action, constraint choice), else None.
+
+    One per task, so its count of paid requests is the task's; it stops asking at ``--max-cost``.
+    """
+    if config.probe != "anthropic":
+        return None
+    from bench.scoring.action_probe import ActionProber
+
+    options: dict[str, Any] = {"model": config.probe_model} if config.probe_model else {}
+    return ActionProber(counter=counter, max_cost=config.max_cost, **options)
+
+
+def _observers(trace: Trace, asker: Any = None, prober: Any = None) -> tuple[Callable[..., list[dict]], ...]:
     from bench.scoring.probes import needle_observer
 
-    return (needle_observer(trace, asker=asker),)
+    return (needle_observer(trace, asker=asker, prober=prober),)
 
 
 def _fidelity(trace: Trace, spec: strategies.StrategySpec, result: TaskResult, counter: TokenCounter) -> list[dict]:
@@ -282,7 +295,7 @@ def run_task(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpec,
         strategy = strategies.build(spec)
         result = replay(trace, strategy, replay_config, counter=counter,
                         summarizer=summarizer, label=spec.label,
-                        observers=_observers(trace, _asker(config, counter)))
+                        observers=_observers(trace, _asker(config, counter), _prober(config, counter)))
         result.open_loop = _open_loop(trace, counter, spec, config, replay_config, result)
         result.fidelity = _fidelity(trace, spec, result, counter)
         result.ledger = ledger_rows(trace, result)  # our cache split beside the recorded one
@@ -430,6 +443,7 @@ def check(config: RunConfig) -> list[strategies.StrategySpec]:
 
     build_summarizer(config.summarizer, **config.summarizer_options)
     _asker(config)
+    _prober(config)
     return specs
 
 
@@ -510,21 +524,26 @@ class Budget:
 
     def __init__(self, config: RunConfig) -> None:
         self.cap = config.max_cost
-        self.paid = config.summarizer == "anthropic"
+        self.summarizer_paid = config.summarizer == "anthropic"
+        self.probes_paid = config.probe == "anthropic"
+        self.paid = self.summarizer_paid or self.probes_paid
         self.spent = 0.0
         self.dearest = 0.0
         self.in_flight = 0
         self.stopped = ""
 
     @staticmethod
-    def spend(out: TaskOutput, paid: bool) -> float:
-        """Dollars of the task's real API calls: its summarizer calls when the summarizer is a paid model."""
+    def spend(out: TaskOutput, paid: bool, probes: bool = False) -> float:
+        """Dollars of the task's real API calls: its summarizer calls when the summarizer is a paid model,
+        and its behaviour probes (``--probe anthropic``)."""
+        asked = out.row.get("behaviour_probe_cost", 0.0) if probes else 0.0
+        asked = 0.0 if asked is None or asked != asked else float(asked)  # NaN: no probe ran
         if not paid:
-            return 0.0
-        return float(out.row.get("cost", 0.0) or 0.0) * float(out.row.get("summarizer_cost_share", 0.0) or 0.0)
+            return asked
+        return asked + float(out.row.get("cost", 0.0) or 0.0) * float(out.row.get("summarizer_cost_share", 0.0) or 0.0)
 
     def finished(self, out: TaskOutput) -> None:
-        cost = self.spend(out, self.paid)
+        cost = self.spend(out, self.summarizer_paid, self.probes_paid)
         self.spent += cost
         self.dearest = max(self.dearest, cost)
         self.in_flight = max(0, self.in_flight - 1)
@@ -681,7 +700,8 @@ def format_summary(summary: pd.DataFrame) -> str:
     view["peak_context"] = view.peak_context.map(lambda x: f"{x / 1e3:.0f}K")
     if "saving_vs_none" in view:
         view["saving_vs_none"] = view.saving_vs_none.map(lambda x: f"{x:+.1%}")
-    for col in ("retention", "compaction_retention", "llm_recall"):
+    for col in ("retention", "compaction_retention", "llm_recall", "constraint_retention", "next_action_agreement",
+                "next_action_recorded_agreement", "constraint_obedience", "constraint_obedience_full"):
         if col in view:
             view[col] = view[col].map(lambda x: "—" if pd.isna(x) else f"{x:.1%}")
     for col in ("cost", "cost_no_cache"):

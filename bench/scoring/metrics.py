@@ -7,6 +7,7 @@ the printed table, the report's arrows and the README glossary come from ``METRI
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -74,6 +75,24 @@ METRICS: tuple[Metric, ...] = (
     Metric("llm_recall", "fraction", False,
            "With `--probe anthropic`: share of stated needles a real model answered correctly from the last "
            "request sent (empty otherwise); the gap to `retention` is what is present but not recalled."),
+    Metric("constraint_retention", "fraction", False,
+           "Share of the user's constraint statements (only / never / always / must / don't, planted or derived) "
+           "verbatim in the context right after each compaction, pooled over the compactions."),
+    Metric("next_action_agreement", "fraction", False,
+           "With `--probe anthropic`: share of compactions after which a real model names the same next step "
+           "(tool and target file or command) on the compacted context as on the full context (empty otherwise)."),
+    Metric("next_action_recorded_agreement", "fraction", False,
+           "With `--probe anthropic`: share of compactions after which the step named on the compacted context is "
+           "the one the recorded session took next (tool and target)."),
+    Metric("constraint_obedience", "fraction", False,
+           "With `--probe anthropic`: share of forced choices (per only / never / always rule, after each "
+           "compaction) where the model, asked on the compacted context, picked the step that keeps the rule."),
+    Metric("constraint_obedience_full", "fraction", False,
+           "`constraint_obedience` asked on the full (never compacted) context: the no-compaction baseline."),
+    Metric("behaviour_probes_paid", "requests", None,
+           "With `--probe anthropic`: behaviour-probe requests answered by the API (not its disk cache)."),
+    Metric("behaviour_probe_cost", "USD", True,
+           "With `--probe anthropic`: dollars those behaviour-probe requests cost (counted against `--max-cost`)."),
     Metric("unseen_references", "calls", True,
            "Recorded tool calls that named a file, or quoted text to edit, that the session had shown but the "
            "context sent no longer held: a live agent would have had to look again (a re-read proxy; 0 for `none`)."),
@@ -160,8 +179,9 @@ def _scores(r: TaskResult, agent: list[CallRecord], events: list[EventRecord], w
     )
 
     out: dict[str, object] = {"retention": np.nan, "compaction_retention": np.nan, "llm_recall": np.nan,
-                              "cliff_round": pd.NA, "false_positive_rate": np.nan,
+                              "cliff_round": pd.NA, "false_positive_rate": np.nan, "constraint_retention": np.nan,
                               "instructions": np.nan, "skills": np.nan}
+    out.update(behaviour_scores(r.probes or []))
     probes = pd.DataFrame()
     if r.probes and not any("llm_recalled" in p for p in r.probes):  # one pass, no frames
         out.update(probe_scores(r.probes))
@@ -179,6 +199,8 @@ def _scores(r: TaskResult, agent: list[CallRecord], events: list[EventRecord], w
         after = probes[(probes.moment == "compaction") & (probes.needle_kind != "control")]
         after = after[after["round"].notna() & after.retained.notna()] if "round" in after else after.iloc[:0]
         out["compaction_retention"] = float(after.retained.astype(bool).mean()) if len(after) else np.nan
+        rules = after[after.needle_kind == "constraint"]
+        out["constraint_retention"] = float(rules.retained.astype(bool).mean()) if len(rules) else np.nan
         fpr = false_positive_rate(probes)
         out["false_positive_rate"] = float(fpr.false_positive_rate.iloc[0]) if len(fpr) else np.nan
         if "strategy" in probes:
@@ -201,6 +223,25 @@ def _scores(r: TaskResult, agent: list[CallRecord], events: list[EventRecord], w
     for col in FIDELITY_COLUMNS:
         out[f"fidelity_{col}"] = first.get(col)
     return out
+
+
+def _share(values: list[Any]) -> float:
+    asked = [bool(v) for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))]
+    return sum(asked) / len(asked) if asked else np.nan
+
+
+def behaviour_scores(rows: Iterable[dict[str, Any]]) -> dict[str, object]:
+    """The behaviour-probe columns (bench/scoring/action_probe.py) from one task's probe rows."""
+    rows = [p for p in rows if p.get("moment") == "behaviour"]
+    nxt = [p for p in rows if p.get("probe") == "next_action"]
+    meta = next((p for p in reversed(rows) if p.get("probe") == "prober"), {})
+    choice = [p for p in rows if p.get("probe") == "constraint_choice"]
+    return {"next_action_agreement": _share([p.get("agrees_full") for p in nxt]),
+            "next_action_recorded_agreement": _share([p.get("agrees_recorded") for p in nxt]),
+            "constraint_obedience": _share([p.get("obeyed") for p in choice]),
+            "constraint_obedience_full": _share([p.get("obeyed_full") for p in choice]),
+            "behaviour_probes_paid": meta.get("paid", 0 if rows else np.nan),
+            "behaviour_probe_cost": meta.get("cost", 0.0 if rows else np.nan)}
 
 
 def task_row(r: TaskResult, window: int | None = None) -> dict[str, object]:
@@ -312,6 +353,15 @@ def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
             out[col] = g[col].mean()
     if table.llm_recall.notna().any():
         out["llm_recall"] = g.llm_recall.mean()
+    if table.constraint_retention.notna().any():
+        out["constraint_retention"] = g.constraint_retention.mean()
+    for col in ("next_action_agreement", "next_action_recorded_agreement", "constraint_obedience",
+                "constraint_obedience_full"):  # --probe anthropic only
+        if table[col].notna().any():
+            out[col] = g[col].mean()
+    if table.behaviour_probes_paid.notna().any():
+        out["behaviour_probes_paid"] = g.behaviour_probes_paid.sum()
+        out["behaviour_probe_cost"] = g.behaviour_probe_cost.sum()
     if "invalid_requests" in table and table.invalid_requests.any():  # only when there are some
         out["invalid_requests"] = g.invalid_requests.sum()
     if BASELINE in out.index:

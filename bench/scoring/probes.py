@@ -43,6 +43,8 @@ from traces.model import Message, Needle, Trace
 
 VERBATIM, RECOVERABLE, STALE, MISSING = "retained-verbatim", "recoverable-by-reference", "stale", "missing"
 REREAD = "recovered-by-reread"
+BEHAVIOUR = "behaviour"
+"""The moment of the behaviour probes' rows (bench/scoring/action_probe.py): scored apart from needles."""
 FALSE_POSITIVE, ABSENT = "false-positive", "absent"
 CLASSES = (VERBATIM, REREAD, RECOVERABLE, STALE, MISSING, FALSE_POSITIVE, ABSENT)
 SCORED = CLASSES[:5]
@@ -213,11 +215,14 @@ def needle_observer(
     needles: Sequence[Needle] | None = None,
     strategy: str | None = None,
     asker: Asker | None = None,
+    prober: Any = None,
 ) -> Observer:
     """An observer for ``bench.replay.loop.replay``: one row per (needle, probe point).
 
     Needles default to the trace's planted ones, else ``derive_needles(trace)`` so real traces
     are scored too. Use one observer per replay: it counts compaction rounds as it is called.
+    With ``prober`` (bench/scoring/action_probe.ActionProber, ``--probe anthropic``) every compaction also
+    gets behaviour rows (moment ``behaviour``): the next-action and constraint-choice probes.
     """
     source = "planted"
     shared = _shared(trace)
@@ -273,6 +278,16 @@ def needle_observer(
                                        if positions is not None and cls in (VERBATIM, FALSE_POSITIVE) else None),
                 **llm,
             })
+        if prober is not None and moment == "compaction":
+            from bench.scoring.action_probe import probe_rows
+
+            rows.extend({"trace": trace.id, **({"strategy": strategy} if strategy else {}),
+                         "moment": BEHAVIOUR, "call": call, "round": state["round"], **r}
+                        for r in probe_rows(prober, trace.messages, cut, ctx.messages, needles))
+        if prober is not None and moment == "end":  # what this replay's behaviour probes asked and paid
+            rows.append({"trace": trace.id, **({"strategy": strategy} if strategy else {}), "moment": BEHAVIOUR,
+                         "call": call, "probe": "prober", "asked": prober.asked, "paid": prober.paid,
+                         "cost": prober.cost})
         if moment == "end":
             state["round"] = 0
         return rows
@@ -288,6 +303,8 @@ def probe_frame(results: Iterable[TaskResult]) -> pd.DataFrame:
 
 def _scored(probes: pd.DataFrame, moment: str | None) -> pd.DataFrame:
     p = probes[probes.needle_kind != "control"]
+    if "moment" in p:
+        p = p[p.moment != BEHAVIOUR]  # the behaviour probes' rows hold no needle class
     return p if moment is None else p[p.moment == moment]
 
 
@@ -398,11 +415,12 @@ def _present(value: Any) -> bool:
 
 def probe_scores(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """``retention``, ``compaction_retention`` (the stated needles retained right after each compaction,
-    pooled), ``false_positive_rate`` (NaN when nothing to score), ``cliff_round`` (None when
-    retention never falls below bench.scoring.probes.CLIFF), and ``instructions`` and ``skills`` (the
-    rules retained after each compaction and at the end, pooled, as ``rule_retention``; NaN without
-    rules) of one task's probe rows (one strategy)."""
-    kept = scored = controls = false_pos = 0
+    pooled), ``constraint_retention`` (the same for the user's constraint needles alone),
+    ``false_positive_rate`` (NaN when nothing to score), ``cliff_round`` (None when retention never
+    falls below bench.scoring.probes.CLIFF), and ``instructions`` and ``skills`` (the rules retained
+    after each compaction and at the end, pooled, as ``rule_retention``; NaN without rules) of one
+    task's probe rows (one strategy)."""
+    kept = scored = controls = false_pos = constraints_kept = constraints = 0
     rounds: dict[int, list[int]] = {}  # round → [retained, probed]
     rules = {col: [0, 0] for col in RULE_KINDS.values()}  # column → [retained, probed]
     for p in rows:
@@ -425,10 +443,14 @@ def probe_scores(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             tally = rounds.setdefault(int(p["round"]), [0, 0])
             tally[0] += bool(p["retained"])
             tally[1] += 1
+            if p.get("needle_kind") == "constraint":
+                constraints += 1
+                constraints_kept += bool(p["retained"])
     below = [r for r, (k, n) in sorted(rounds.items()) if k / n < CLIFF]
     after_kept, after_probed = sum(k for k, _ in rounds.values()), sum(n for _, n in rounds.values())
     return {"retention": kept / scored if scored else math.nan,
             "compaction_retention": after_kept / after_probed if after_probed else math.nan,
             "false_positive_rate": false_pos / controls if controls else math.nan,
+            "constraint_retention": constraints_kept / constraints if constraints else math.nan,
             "cliff_round": below[0] if below else None,
             **{col: k / n if n else math.nan for col, (k, n) in rules.items()}}

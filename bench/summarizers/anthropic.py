@@ -120,10 +120,14 @@ class CachedMessages:
         # A client holds sockets; worker processes build their own on first use.
         return {**self.__dict__, "_client": None, "_http_client": None}
 
+    def stored_path(self, body: dict[str, Any]) -> Path:
+        """Where the answer to ``body`` is (or would be) kept on disk."""
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        return self.cache_dir / digest[:2] / f"{digest}.json"
+
     def answer(self, body: dict[str, Any], keep: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
         """What ``keep`` took from the response to ``body`` (from disk when it was asked before)."""
-        digest = hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-        path = self.cache_dir / digest[:2] / f"{digest}.json"
+        path = self.stored_path(body)
         if path.exists():
             return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
         if self._client is None:

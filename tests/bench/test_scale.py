@@ -253,8 +253,11 @@ def _pandas_scores(rows: list[dict]) -> dict:
     first = cliff.cliff_round.iloc[0] if len(cliff) else pd.NA
     after = frame[(frame.moment == "compaction") & (frame.needle_kind != "control")]
     after = after[after["round"].notna() & after.retained.notna()]
+    constraints = after[after.needle_kind == "constraint"]
     return {"retention": float(ret.retention.iloc[0]) if len(ret) else math.nan,
             "compaction_retention": float(after.retained.astype(bool).mean()) if len(after) else math.nan,
+            "constraint_retention": (float(constraints.retained.astype(bool).mean()) if len(constraints)
+                                     else math.nan),
             "false_positive_rate": float(fpr.false_positive_rate.iloc[0]) if len(fpr) else math.nan,
             "cliff_round": None if first is pd.NA else int(first),
             **{col: float(rules[rules.kind == kind].retention.iloc[0]) if (rules.kind == kind).any() else math.nan
