@@ -149,10 +149,11 @@ def floor_vs_bench(seeds: int, run_bench: bool) -> None:
         return
     print(f"   bench (all strategies, seeds {seeds}, --workers 1, no report): {used:.1f} s CPU, {wall:.1f} s wall "
           f"-> {used / floor:.1f}x the floor (target 6x, then 3x)")
-    imports = import_seconds(done.stderr)
+    imports = import_seconds(done.stderr, skip=LATE)
+    late = import_seconds(done.stderr, only=LATE)
     ahead = imports + generation + floor
     print(f"   before any replay the bench spends {ahead:.2f} s = {ahead / floor:.1f}x the floor: imports "
-          f"{imports:.2f} s (top-level imports of the whole run: pandas and pyarrow come after the first replay), "
+          f"{imports:.2f} s (and {late:.2f} s of {', '.join(LATE[:3])} after the first replay, with the calls), "
           f"{'reading' if warm else 'generating'} the traces {generation:.2f} s ({'from' if warm else 'into'} "
           f"the trace cache), counting them (the floor) {floor:.2f} s")
     if calls:
@@ -182,16 +183,23 @@ def _child(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess[s
     return used, wall, done
 
 
-def import_seconds(importtime: str) -> float:
+LATE = ("pandas", "numpy", "pyarrow", "matplotlib", "ray")
+"""Imported where results are tabled, stored or drawn: after the first replay (tests/bench/test_lazy_imports.py)."""
+
+
+def import_seconds(importtime: str, only: tuple[str, ...] | None = None, skip: tuple[str, ...] = ()) -> float:
     """Seconds a run spent importing, from ``python -X importtime``'s report (its top-level imports'
-    cumulative microseconds: a nested import is indented under the one that made it)."""
+    cumulative microseconds: a nested import is indented under the one that made it); ``only`` /
+    ``skip``: the top-level packages counted / left out (``LATE``: those paid after the first replay)."""
     total = 0
     for line in importtime.splitlines():
         parts = line.split("|")
         if line.startswith("import time:") and len(parts) == 3 and parts[1].strip().isdigit():
             name = parts[2]
             if name.startswith(" ") and not name.startswith("  "):
-                total += int(parts[1])
+                root = name.strip().split(".")[0]
+                if (only is None or root in only) and root not in skip:
+                    total += int(parts[1])
     return total / 1e6
 
 

@@ -85,6 +85,8 @@ def test_import_seconds_sums_the_top_level_imports_of_an_importtime_report():
         "not an import line | 5 | x",
     ])
     assert perf.import_seconds(report) == (300 + 500000) / 1e6
+    assert perf.import_seconds(report, skip=perf.LATE) == 300 / 1e6  # pandas: paid after the first replay
+    assert perf.import_seconds(report, only=perf.LATE) == 500000 / 1e6
 
 
 def test_floor_vs_bench_prints_the_parts_side_by_side(monkeypatch, capsys):
