@@ -30,10 +30,15 @@ import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+from bench.scoring.lazy import lazy
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:  # imported when first used, after the replays (bench.scoring.lazy says why)
+    np, pd = lazy("numpy"), lazy("pandas")
 
 from bench.scoring import stats
 

@@ -23,9 +23,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from tqdm import tqdm
 
 import strategies
@@ -49,11 +48,13 @@ from bench.run.store import (
 )
 from bench.scoring.fidelity import usage_ratio
 from bench.scoring.ledger_check import ledger_rows
-from bench.scoring.metrics import by_strategy, finish_table
 from bench.tokens.calibration import calibration_key
 from bench.tokens.counter import TokenCounter, Tokenizer
 from traces.formats import ReadResult
 from traces.model import Trace
+
+if TYPE_CHECKING:  # pandas is imported where used: a worker imports this module before its first replay
+    import pandas as pd
 
 CSV_AUTO_TASKS = 5_000
 """``--csv auto`` exports calls.csv & co. for runs up to this many tasks (the report reads Parquet beyond)."""
@@ -459,6 +460,7 @@ class Planned:
     resumed: int = 0
 
     def frame(self, specs: list[strategies.StrategySpec]) -> pd.DataFrame:
+        import pandas as pd
         labels = [s.label for s in specs]
         ids = {t["position"]: t["id"] for t in self.traces}
         plan = pd.DataFrame({"key": self.keys, "trace": [ids[p] for p in self.tpos],
@@ -636,6 +638,8 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
     sources.write_notes(run_dir, notes.notes, notes.details)  # all of them; the console gets a summary
     if config.csv == "yes" or (config.csv == "auto" and len(plan) <= CSV_AUTO_TASKS):
         export(run_dir, tuple(t for t in DETAIL[config.detail] if t != "results"))
+    from bench.scoring.metrics import by_strategy
+
     return RunOutput(run_dir, table, by_strategy(table), len(plan), planned.resumed, notes.notes, notes.skipped,
                      budget.stopped)
 
@@ -687,12 +691,17 @@ def _replaces(run_dir: Path, config: RunConfig) -> str:
 
 def aggregate(run_dir: Path, plan: pd.DataFrame | None = None) -> pd.DataFrame:
     """The results table from the stored task rows: one row per task, linear in tasks."""
+    import pandas as pd
+
+    from bench.scoring.metrics import finish_table
+
     rows = load_results(run_dir, plan)
     return finish_table(rows) if not rows.empty else pd.DataFrame()
 
 
 def format_summary(summary: pd.DataFrame) -> str:
     """The comparison table printed at the end of a run."""
+    import pandas as pd
     if summary.empty:
         return "(no results)"
     view = summary.copy()
@@ -752,6 +761,7 @@ def _cut(text: str, width: int) -> str:
 
 
 def _cell(col: str, v: object, *, failed: bool = False) -> str:
+    import pandas as pd
     if col == "cost" and (failed or pd.isna(v)):
         return "failed" if failed else "—"
     if v is None or (isinstance(v, float) and math.isnan(v)):

@@ -158,11 +158,11 @@ def in_shard(trace_sha: str, shard: tuple[int, int] | None) -> bool:
 
 
 def _synthetic(scenario: str, first: int, count: int) -> Iterator[tuple[str, Trace]]:
-    from traces.synthetic import generate
+    from traces.cache import generated  # deterministic per seed: generated once per machine, then kept
 
     for seed in range(first, first + count):
         try:
-            yield SYNTHETIC, generate(scenario, seed=seed)
+            yield SYNTHETIC, generated(scenario, seed=seed)
         except ValueError as e:
             raise TraceError(str(e), path=f"synthetic:{scenario}") from None
 

@@ -28,11 +28,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from bench.replay.records import SCHEMA_VERSION, CallRecord, EventRecord, SummaryRecord, TaskResult, columns
+
+if TYPE_CHECKING:  # pandas and pyarrow are imported where used: a worker loads them after its first replay
+    import pandas as pd
 
 TABLES = ("results", "calls", "fidelity", "ledger", "events", "summaries", "probes")
 DETAIL: dict[str, tuple[str, ...]] = {
@@ -338,6 +339,7 @@ def _ordered(run_dir: Path, table: str, plan: pd.DataFrame | None = None):
     """A stored table (pyarrow) restricted to the plan's tasks, in the plan's order; each task's
     records keep theirs; a task stored twice (re-run after an error) counts its last row."""
     import numpy as np
+    import pandas as pd
 
     plan = read_plan(run_dir) if plan is None else plan
     t = read_parts(_parts(Path(run_dir) / "data", table))
@@ -353,6 +355,7 @@ def _ordered(run_dir: Path, table: str, plan: pd.DataFrame | None = None):
 
 def _frame(t, table: str) -> pd.DataFrame:
     """As the runner used to build it: columns from records, a frame of dicts for observer rows."""
+    import pandas as pd
     if not t.num_rows:
         return pd.DataFrame()
     return t.to_pandas() if table in _RECORDS or table == "results" else pd.DataFrame(t.to_pylist())
@@ -366,6 +369,7 @@ def load_results(run_dir: Path, plan: pd.DataFrame | None = None) -> pd.DataFram
 def load_table(run_dir: Path, table: str) -> pd.DataFrame:
     """One table of a run (calls, events, summaries, probes, fidelity) for the report: its export
     when the run wrote one (older runs, small runs), else the Parquet store; empty if not kept."""
+    import pandas as pd
     run_dir = Path(run_dir)
     export = run_dir / EXPORTS[table]
     if export.is_file():
@@ -392,6 +396,7 @@ EMPTY_CALLS = ("trace", "strategy", "call", "kind", "prompt_tokens", "cost")
 
 def export(run_dir: Path, tables: tuple[str, ...] = tuple(EXPORTS)) -> list[Path]:
     """CSV / JSONL files of the stored tables, byte for byte as earlier versions wrote them (small runs)."""
+    import pandas as pd
     run_dir = Path(run_dir)
     plan = read_plan(run_dir)
     stored = bool(_parts(run_dir / "data", "results"))
@@ -423,6 +428,7 @@ def write_run(run_dir: Path, table: pd.DataFrame, run_info: dict[str, Any]) -> N
 
 def merge(out_dir: Path, inputs: list[Path]) -> None:
     """Join the task stores of shard runs into one (their batches copied, renumbered; plans united)."""
+    import pandas as pd
     out_dir = Path(out_dir)
     seen: set[str] = set()
     plans = []

@@ -6,11 +6,9 @@ the printed table, the report's arrows and the README glossary come from ``METRI
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from bench.replay.records import CallRecord, EventRecord, TaskResult, columns
 from bench.replay.validity import EVENT_KIND as INVALID
@@ -20,6 +18,9 @@ from bench.scoring.detectors import (
 )
 from bench.scoring.detectors import counts as detector_counts
 from bench.scoring.metric import Metric
+
+if TYPE_CHECKING:  # numpy and pandas are imported where used: the replay path never loads them
+    import pandas as pd
 
 BASELINE = "none"
 
@@ -128,6 +129,7 @@ METRIC_BY_NAME = {m.name: m for m in METRICS}
 
 def frames(results: Iterable[TaskResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(calls, events) as DataFrames from the raw records (flat columns, no deep copies)."""
+    import pandas as pd
     results = list(results)
     calls = _frame([c for r in results for c in r.calls], CallRecord)
     events = _frame([e for r in results for e in r.events], EventRecord)
@@ -139,6 +141,7 @@ def frames(results: Iterable[TaskResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _frame(records: list, cls: type) -> pd.DataFrame:
+    import pandas as pd
     return pd.DataFrame(columns(records, cls)) if records else pd.DataFrame()
 
 
@@ -152,6 +155,7 @@ is the provider's count, the others our tokenizer's (see ``fidelity_rows``)."""
 def _sum(values: list) -> float:
     """A float column's total as pandas takes it (numpy's pairwise summation; Python's ``sum``
     adds left to right and can differ in the last bit), so results.csv stays byte-identical."""
+    import numpy as np
     return float(np.asarray(values, dtype=np.float64).sum()) if values else 0.0
 
 
@@ -169,6 +173,9 @@ def _chained(events: list[EventRecord]) -> list[bool]:
 def _scores(r: TaskResult, agent: list[CallRecord], events: list[EventRecord], window: int | None
             ) -> dict[str, object]:
     """Retention, estimator and fidelity columns of one task (empty values where they do not apply)."""
+    import numpy as np
+    import pandas as pd
+
     from bench.scoring.probes import (
         RULE_KINDS,
         cliff_rounds,
@@ -226,8 +233,8 @@ def _scores(r: TaskResult, agent: list[CallRecord], events: list[EventRecord], w
 
 
 def _share(values: list[Any]) -> float:
-    asked = [bool(v) for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))]
-    return sum(asked) / len(asked) if asked else np.nan
+    asked = [bool(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(asked) / len(asked) if asked else math.nan
 
 
 def behaviour_scores(rows: Iterable[dict[str, Any]]) -> dict[str, object]:
@@ -240,8 +247,8 @@ def behaviour_scores(rows: Iterable[dict[str, Any]]) -> dict[str, object]:
             "next_action_recorded_agreement": _share([p.get("agrees_recorded") for p in nxt]),
             "constraint_obedience": _share([p.get("obeyed") for p in choice]),
             "constraint_obedience_full": _share([p.get("obeyed_full") for p in choice]),
-            "behaviour_probes_paid": meta.get("paid", 0 if rows else np.nan),
-            "behaviour_probe_cost": meta.get("cost", 0.0 if rows else np.nan)}
+            "behaviour_probes_paid": meta.get("paid", 0 if rows else math.nan),
+            "behaviour_probe_cost": meta.get("cost", 0.0 if rows else math.nan)}
 
 
 def task_row(r: TaskResult, window: int | None = None) -> dict[str, object]:
@@ -251,6 +258,8 @@ def task_row(r: TaskResult, window: int | None = None) -> dict[str, object]:
     float totals and means are taken with numpy as pandas took them, so the values are the same
     to the bit. Missing values are None or NaN (never ``pd.NA``), so the row stores as is in Parquet.
     """
+    import numpy as np
+    import pandas as pd
     calls = r.calls
     agent = [c for c in calls if c.kind == "agent"]
     events = [x for x in r.events if x.kind != INVALID]  # the replay's flag, not an action
@@ -301,6 +310,8 @@ def finish_table(rows: pd.DataFrame) -> pd.DataFrame:
 
     Linear in tasks: one lookup of each trace's baseline, no per-task filtering.
     """
+    import numpy as np
+    import pandas as pd
     table = rows.reset_index(drop=True)
     if table.empty:
         return table
@@ -318,11 +329,13 @@ def finish_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 def results_table(results: Iterable[TaskResult], *, window: int | None = None) -> pd.DataFrame:
     """One row per (trace, strategy) with every metric in METRICS (``window`` for hidden overflows)."""
+    import pandas as pd
     return finish_table(pd.DataFrame([task_row(r, window) for r in results]))
 
 
 def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
     """Totals over traces per strategy (the printed table), sorted by cost."""
+    import pandas as pd
     if table.empty:
         return table
     # A task that raised has no numbers (zero calls, $0.00): it is counted under `errors`, never summed,

@@ -27,19 +27,23 @@ import itertools
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from bench.context.messages import Context
 from bench.replay.loop import Observer
 from bench.replay.records import TaskResult
 from bench.replay.rereads import META as REREAD_META
+from bench.scoring.lazy import lazy
 from bench.scoring.matching import normalize, path_variants, present, variants  # noqa: F401 (re-used by name)
 from bench.scoring.metric import Metric
 from bench.tokens.counter import render
 from traces.model import Message, Needle, Trace
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:  # the observers run during replays without them; the tables after (bench.scoring.lazy says why)
+    np, pd = lazy("numpy"), lazy("pandas")
 
 VERBATIM, RECOVERABLE, STALE, MISSING = "retained-verbatim", "recoverable-by-reference", "stale", "missing"
 REREAD = "recovered-by-reread"
@@ -54,9 +58,9 @@ Asker = Callable[[Sequence[Message], Sequence[Needle]], dict[str, str | None]]
 """LLM probe (bench/scoring/llm_probe.py): (context sent, needles) → the model's answer per needle id
 (None: not asked)."""
 
-AGE_TOKEN_EDGES = (0, 2_000, 8_000, 32_000, 128_000, np.inf)
+AGE_TOKEN_EDGES = (0, 2_000, 8_000, 32_000, 128_000, math.inf)
 AGE_TOKEN_LABELS = ("< 2K", "2K–8K", "8K–32K", "32K–128K", "≥ 128K")
-AGE_CALL_EDGES = (0, 5, 20, 50, 100, np.inf)
+AGE_CALL_EDGES = (0, 5, 20, 50, 100, math.inf)
 AGE_CALL_LABELS = ("< 5", "5–19", "20–49", "50–99", "≥ 100")
 CLIFF = 0.5
 """A strategy's cliff round is the first compaction round whose retention falls below this."""
@@ -191,7 +195,8 @@ class _Timeline:
 
     def __init__(self, trace: Trace, ctx: Context) -> None:
         self.answers = [i for i, m in enumerate(trace.messages) if m.role == "assistant"]
-        self.cumulative = np.cumsum([0, *(ctx.tok(m) for m in trace.messages)])
+        # Python ints (no numpy in the replay path): the same totals, taken exactly
+        self.cumulative = list(itertools.accumulate((ctx.tok(m) for m in trace.messages), initial=0))
         self.n = len(trace.messages)
 
     def call_of(self, index: int) -> int:

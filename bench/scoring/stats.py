@@ -14,9 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+from bench.scoring.lazy import lazy
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:  # imported when first used, after the replays (bench.scoring.lazy says why)
+    np, pd = lazy("numpy"), lazy("pandas")
 
 QUANTILES: tuple[float, ...] = (50, 90, 99, 99.9)
 DEFAULT_B = 2_000

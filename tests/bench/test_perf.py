@@ -85,3 +85,32 @@ def test_import_seconds_sums_the_top_level_imports_of_an_importtime_report():
         "not an import line | 5 | x",
     ])
     assert perf.import_seconds(report) == (300 + 500000) / 1e6
+    assert perf.import_seconds(report, skip=perf.LATE) == 300 / 1e6  # pandas: paid after the first replay
+    assert perf.import_seconds(report, only=perf.LATE) == 500000 / 1e6
+
+
+def test_floor_vs_bench_prints_the_parts_side_by_side(monkeypatch, capsys):
+    """The bench's ratio and its parts over the floor (pre-replay, agent calls, report), from one run:
+    the two children (the bench, then its report) are stood in for with fixed CPU figures."""
+    import subprocess
+
+    runs = []
+
+    def child(argv):
+        runs.append(argv)
+        used = 20.0 if "run" in argv else 3.0
+        return used, used, subprocess.CompletedProcess(argv, 0, "", "import time: 500000 | 500000 | pandas\n")
+
+    monkeypatch.setattr(perf, "_child", child)
+    monkeypatch.setattr(perf, "agent_calls", lambda path: 1_000)
+    from traces.synthetic import generate
+
+    small = generate("short@tokens=20000", 0)  # a floor of some milliseconds, never zero
+    monkeypatch.setattr(perf, "corpus", lambda seeds: [small])
+    perf.floor_vs_bench(1, True)
+    out = capsys.readouterr().out
+    assert [a[a.index("bench") + 1] for a in runs] == ["run", "report"]
+    line = next(x for x in out.splitlines() if "parts over the floor" in x)
+    assert "pre-replay" in line and "agent calls" in line and "report" in line and "a call" in line
+    assert "the bench with its report (make bench)" in line
+    assert re.search(r"report \d+\.\dx \(3\.00 s\)", line) and "a call" in line
