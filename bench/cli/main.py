@@ -116,8 +116,8 @@ def _run(args: argparse.Namespace) -> int:
 
         atomic_write(output.run_dir / "verdict.json", verdict.to_json() + "\n")
     if verdict.recommended:
-        print("\n" + textwrap.fill(f"ship: {exact_spec(verdict.recommended)}", CONSOLE_WIDTH,
-                                   subsequent_indent="  ", break_on_hyphens=False))
+        # one unbroken line, so it can be pasted into --strategies or a config as it is
+        print(f"\nship (every setting written out):\n{exact_spec(verdict.recommended)}")
     _print_errors(output.errors)
     return 1 if output.errors else 0
 
