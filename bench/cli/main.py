@@ -101,7 +101,8 @@ def _run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
     if robust is not None and robust.lines():
         print(f"robustness: {robust.headline()}")
-        print("\n".join(robust.lines()))
+        print("\n".join(textwrap.fill(line, CONSOLE_WIDTH, subsequent_indent="    ", break_on_hyphens=False,
+                                       break_long_words=False) for line in robust.lines()))
     if not args.no_report:
         try:
             from reports import render
