@@ -25,20 +25,6 @@ FAMILIES = ("aider", "amp", "baseagent", "claude-code", "cline", "codex", "copil
 NAMES = ["none", *(f"{FAMILIES[i % len(FAMILIES)]}:v{i}" for i in range(38)), "solo:only"]
 
 
-@pytest.fixture
-def saved(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
-    figures: list[Figure] = []
-    real = Figure.savefig
-
-    def spy(self: Figure, *args, **kwargs):
-        out = real(self, *args, **kwargs)
-        figures.append(self)
-        return out
-
-    monkeypatch.setattr(Figure, "savefig", spy)
-    return figures
-
-
 def _series(fig: Figure) -> dict[str, tuple[str, str, str]]:
     """label → (colour, marker, line style) of every labelled line of the figure (small multiples
     label a line by its variant under its family's panel title: the full name is put back)."""

@@ -22,20 +22,6 @@ from matplotlib.figure import Figure
 from reports import charts, score_charts
 
 
-@pytest.fixture
-def saved(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
-    figures: list[Figure] = []
-    real = Figure.savefig
-
-    def spy(self: Figure, *args, **kwargs):
-        out = real(self, *args, **kwargs)
-        figures.append(self)
-        return out
-
-    monkeypatch.setattr(Figure, "savefig", spy)
-    return figures
-
-
 def _cliffs(rounds: dict[str, int]) -> pd.DataFrame:
     return pd.DataFrame([{"strategy": s, "rounds": n, "retention_by_round": {k: 1 - k / (n + 1) for k in
                                                                           range(1, n + 1)},
