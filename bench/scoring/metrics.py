@@ -90,8 +90,23 @@ METRICS: tuple[Metric, ...] = (
            "compaction) where the model, asked on the compacted context, picked the step that keeps the rule."),
     Metric("constraint_obedience_full", "fraction", False,
            "`constraint_obedience` asked on the full (never compacted) context: the no-compaction baseline."),
+    Metric("constraint_obedience_restated", "fraction", False,
+           "`constraint_obedience` asked on the compacted context with the user's rule sentences restated in the "
+           "question: the upper bound (COMPINT's rule re-presented after compaction)."),
+    Metric("constraint_obedience_unstated", "fraction", False,
+           "`constraint_obedience` asked on the full context with the rule sentences cut out: the floor, what the "
+           "model picks with no rule (COMPINT's uninjected baseline)."),
+    Metric("constraint_effect_retention", "fraction", False,
+           "COMPINT's effect retention: (`constraint_obedience` − floor) / (upper bound − floor), 1 lossless, "
+           "0 all lost; empty when the upper bound is not above the floor (the rule changes nothing)."),
+    Metric("constraint_judge_agreement", "fraction", False,
+           "With `--probe anthropic`: share of rules after each compaction on which the two retention judges agree, "
+           "the exact-presence probe and the model asked whether the context states the rule."),
     Metric("behaviour_probes_paid", "requests", None,
            "With `--probe anthropic`: behaviour-probe requests answered by the API (not its disk cache)."),
+    Metric("behaviour_probes_skipped", "requests", None,
+           "With `--probe anthropic`: behaviour-probe requests not sent because `--max-cost` was reached (their "
+           "rows say not asked)."),
     Metric("behaviour_probe_cost", "USD", True,
            "With `--probe anthropic`: dollars those behaviour-probe requests cost (counted against `--max-cost`)."),
     Metric("unseen_references", "calls", True,
@@ -243,11 +258,21 @@ def behaviour_scores(rows: Iterable[dict[str, Any]]) -> dict[str, object]:
     nxt = [p for p in rows if p.get("probe") == "next_action"]
     meta = next((p for p in reversed(rows) if p.get("probe") == "prober"), {})
     choice = [p for p in rows if p.get("probe") == "constraint_choice"]
+    kept = {arm: _share([p.get(field) for p in choice]) for arm, field in (
+        ("", "obeyed"), ("_full", "obeyed_full"), ("_restated", "obeyed_restated"), ("_unstated", "obeyed_unstated"))}
+    effect = judged = math.nan
+    if choice:  # numpy only where there are choices (--probe anthropic)
+        from bench.scoring.stats import agreement, effect_retention
+
+        effect = effect_retention(kept[""], kept["_unstated"], kept["_restated"])
+        judged = agreement([p.get("retained_exact") for p in choice], [p.get("retained_judged") for p in choice]).share
     return {"next_action_agreement": _share([p.get("agrees_full") for p in nxt]),
             "next_action_recorded_agreement": _share([p.get("agrees_recorded") for p in nxt]),
-            "constraint_obedience": _share([p.get("obeyed") for p in choice]),
-            "constraint_obedience_full": _share([p.get("obeyed_full") for p in choice]),
+            **{f"constraint_obedience{arm}": v for arm, v in kept.items()},
+            "constraint_effect_retention": effect,
+            "constraint_judge_agreement": judged,
             "behaviour_probes_paid": meta.get("paid", 0 if rows else math.nan),
+            "behaviour_probes_skipped": meta.get("skipped", 0 if rows else math.nan),
             "behaviour_probe_cost": meta.get("cost", 0.0 if rows else math.nan)}
 
 
@@ -333,6 +358,25 @@ def results_table(results: Iterable[TaskResult], *, window: int | None = None) -
     return finish_table(pd.DataFrame([task_row(r, window) for r in results]))
 
 
+BEHAVIOUR_SHARES = ("next_action_agreement", "next_action_recorded_agreement", "constraint_obedience",
+                    "constraint_obedience_full", "constraint_obedience_restated", "constraint_obedience_unstated",
+                    "constraint_judge_agreement")
+"""The behaviour-probe shares (``--probe anthropic``) that ``by_strategy`` gives with ``_low`` / ``_high``."""
+
+
+def mean_ci(values: Any) -> tuple[float, float]:
+    """The 95% bootstrap interval of a strategy's mean over traces of a per-trace share, traces resampled
+    (bench.scoring.stats.paired_bootstrap against zero; NaN for fewer than two traces). results.csv holds
+    no per-trace probe counts, so this is the traces' spread alone; the report's behaviour lines
+    (bench.scoring.behaviour, from probes.csv) also resample the probes within each trace."""
+    if len(values) < 2:
+        return math.nan, math.nan
+    from bench.scoring.stats import paired_bootstrap
+
+    c = paired_bootstrap([0.0] * len(values), values)  # the mean of the values, resampled by trace
+    return c.ci_low, c.ci_high
+
+
 def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
     """Totals over traces per strategy (the printed table), sorted by cost."""
     import pandas as pd
@@ -368,12 +412,21 @@ def by_strategy(table: pd.DataFrame) -> pd.DataFrame:
         out["llm_recall"] = g.llm_recall.mean()
     if table.constraint_retention.notna().any():
         out["constraint_retention"] = g.constraint_retention.mean()
-    for col in ("next_action_agreement", "next_action_recorded_agreement", "constraint_obedience",
-                "constraint_obedience_full"):  # --probe anthropic only
-        if table[col].notna().any():
+    for col in BEHAVIOUR_SHARES:  # --probe anthropic only: the mean over traces, and its interval over them
+        if col in table and table[col].notna().any():
             out[col] = g[col].mean()
+            ci = {s: mean_ci(v.dropna().to_numpy(dtype=float)) for s, v in g[col]}
+            out[f"{col}_low"] = pd.Series({s: c[0] for s, c in ci.items()})
+            out[f"{col}_high"] = pd.Series({s: c[1] for s, c in ci.items()})
+    if {"constraint_obedience", "constraint_obedience_restated", "constraint_obedience_unstated"} <= set(out):
+        from bench.scoring.stats import effect_retention
+
+        out["constraint_effect_retention"] = [  # of the strategy's means, as COMPINT takes it per compactor
+            effect_retention(r.constraint_obedience, r.constraint_obedience_unstated, r.constraint_obedience_restated)
+            for r in out.itertuples()]
     if table.behaviour_probes_paid.notna().any():
         out["behaviour_probes_paid"] = g.behaviour_probes_paid.sum()
+        out["behaviour_probes_skipped"] = g.behaviour_probes_skipped.sum()
         out["behaviour_probe_cost"] = g.behaviour_probe_cost.sum()
     if "invalid_requests" in table and table.invalid_requests.any():  # only when there are some
         out["invalid_requests"] = g.invalid_requests.sum()

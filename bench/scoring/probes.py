@@ -292,6 +292,7 @@ def needle_observer(
         if prober is not None and moment == "end":  # what this replay's behaviour probes asked and paid
             rows.append({"trace": trace.id, **({"strategy": strategy} if strategy else {}), "moment": BEHAVIOUR,
                          "call": call, "probe": "prober", "asked": prober.asked, "paid": prober.paid,
+                         "skipped": getattr(prober, "skipped", 0),
                          "cost": prober.cost})
         if moment == "end":
             state["round"] = 0

@@ -12,6 +12,7 @@ of the pairs it drew, so a few long sessions count as much as their size says an
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -208,3 +209,163 @@ def median_iqr(values: Sequence[float] | np.ndarray | pd.Series) -> dict[str, fl
         return {"n": 0, "median": float("nan"), "iqr": float("nan")}
     q1, med, q3 = np.percentile(arr, [25, 50, 75])
     return {"n": int(arr.size), "median": float(med), "iqr": float(q3 - q1)}
+
+
+# -- shares of yes/no probes: intervals, the forced-choice score, agreement between two judges --------------
+
+
+@dataclass(frozen=True)
+class RateCI:
+    """A share of yes answers with its interval: ``units`` traces (or one), ``probes`` answers in all."""
+
+    units: int
+    probes: int
+    rate: float
+    low: float
+    high: float
+
+
+def wilson(k: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of k yes in n (NaN when n = 0): never outside [0, 1], and not of
+    zero width at 0/n or n/n as the normal approximation is, which matters for a handful of probes."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
+def _two_stage(k: np.ndarray, n: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Per resample (rows) the share per drawn unit (columns): units drawn with replacement, then each
+    unit's n answers drawn with replacement from its own (a binomial draw at its own share)."""
+    idx = rng.integers(0, k.size, size=(resamples, k.size))
+    nn = n[idx]
+    return rng.binomial(nn.astype(np.int64), k[idx] / nn) / nn
+
+
+def rate_ci(k: Sequence[float] | np.ndarray, n: Sequence[float] | np.ndarray, *, resamples: int = DEFAULT_B,
+            seed: int = 0, confidence: float = 0.95) -> RateCI:
+    """The mean over units (traces) of each unit's share k/n, with a two-stage bootstrap interval.
+
+    A trace's probes share its context, so they are not independent: the resample draws traces
+    first and then answers within each drawn trace. The interval so narrows with more traces and with
+    more probes per trace, and a single trace still gets one (the within-trace stage; it is then
+    the Wilson interval of its probes, which the bootstrap would give as a point at 0/n or n/n).
+    Units with no answers (n = 0) are left out.
+    """
+    kk, nn = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+    keep = nn > 0
+    kk, nn = kk[keep], nn[keep]
+    if not kk.size:
+        nan = float("nan")
+        return RateCI(0, 0, nan, nan, nan)
+    rate = float(np.mean(kk / nn))
+    if kk.size == 1:
+        low, high = wilson(kk[0], nn[0], confidence)
+        return RateCI(1, int(nn[0]), rate, low, high)
+    means = _two_stage(kk, nn, np.random.default_rng(seed), resamples).mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return RateCI(int(kk.size), int(nn.sum()), rate, float(low), float(high))
+
+
+def effect_retention(compacted: float, floor: float, upper: float) -> float:
+    """COMPINT's effect retention (Wang et al. 2026, arXiv 2608.11242, Eq. 9): the compacted arm's
+    compliance over the floor (no rule stated) as a share of the upper bound's (the rule restated after
+    compaction), 1 lossless and 0 all lost. NaN when the upper bound is not above the floor: the rule
+    then makes no difference to the model's choice and the probe cannot measure its loss (COMPINT's
+    analysis divides whenever the gap is not zero; a negative gap would flip the sign, so it is refused)."""
+    gap = upper - floor
+    if not (np.isfinite(compacted) and np.isfinite(gap)) or gap <= 0:
+        return float("nan")
+    return float((compacted - floor) / gap)
+
+
+@dataclass(frozen=True)
+class EffectCI:
+    units: int
+    value: float
+    low: float
+    high: float
+
+
+def effect_retention_ci(compacted: tuple[np.ndarray, np.ndarray], floor: tuple[np.ndarray, np.ndarray],
+                        upper: tuple[np.ndarray, np.ndarray], *, resamples: int = DEFAULT_B, seed: int = 0,
+                        confidence: float = 0.95) -> EffectCI:
+    """Effect retention of the means over units of three arms' shares, each arm given as (k, n) per unit.
+
+    Paired by unit: a resample draws the same traces for the three arms (each then drawn within, as
+    ``rate_ci``), so what is common to a trace cancels as it does in the estimate. Units where an arm
+    has no answers count for the other arms only (its share is NaN there, and means skip NaN).
+    """
+    arms = [tuple(np.asarray(x, dtype=float) for x in a) for a in (compacted, floor, upper)]
+    sizes = {a[0].size for a in arms} | {a[1].size for a in arms}
+    if len(sizes) != 1:
+        raise ValueError(f"the three arms differ in units: {sorted(sizes)}")
+    units = sizes.pop()
+
+    def share(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(n > 0, k / np.where(n > 0, n, 1), np.nan)
+
+    def mean(x: np.ndarray) -> float:
+        return float(np.nanmean(x)) if np.isfinite(x).any() else float("nan")
+
+    value = effect_retention(*(mean(share(k, n)) for k, n in arms))
+    if units < 1 or not np.isfinite(value):
+        return EffectCI(units, value, float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, units, size=(resamples, units))
+    draws = []
+    for k, n in arms:
+        nn = n[idx]
+        safe = np.where(nn > 0, nn, 1)
+        drawn = rng.binomial(nn.astype(np.int64), np.where(nn > 0, k[idx] / safe, 0.0)) / safe
+        with np.errstate(invalid="ignore"):
+            drawn = np.where(nn > 0, drawn, np.nan)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a resample where an arm has no answers: NaN
+            draws.append(np.nanmean(drawn, axis=1))
+    comp, low_arm, up = draws
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = up - low_arm
+        ers = np.where(gap > 0, (comp - low_arm) / np.where(gap > 0, gap, 1), np.nan)
+    if not np.isfinite(ers).any():
+        return EffectCI(units, value, float("nan"), float("nan"))
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.nanpercentile(ers, [tail, 100 - tail])
+    return EffectCI(units, value, float(low), float(high))
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Two judges' yes/no verdicts on the same items: how often they agree, and Cohen's kappa."""
+
+    n: int
+    agree: int
+    share: float
+    kappa: float
+    a_yes: float
+    b_yes: float
+
+
+def agreement(a: Sequence[bool | None], b: Sequence[bool | None]) -> Agreement:
+    """Agreement of two judges over the items both decided (a None on either side drops the item),
+    with Cohen's kappa, chance-corrected, as COMPINT reports its retention judge against a second one
+    (analyze/judge_family_bias.py). kappa is 1 when chance agreement is already 1 (both all yes or all no)."""
+    pairs = [(bool(x), bool(y)) for x, y in zip(a, b, strict=True) if x is not None and y is not None
+             and not (isinstance(x, float) and np.isnan(x)) and not (isinstance(y, float) and np.isnan(y))]
+    n = len(pairs)
+    if not n:
+        nan = float("nan")
+        return Agreement(0, 0, nan, nan, nan, nan)
+    agree = sum(x == y for x, y in pairs)
+    po = agree / n
+    pa, pb = sum(x for x, _ in pairs) / n, sum(y for _, y in pairs) / n
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    kappa = 1.0 if pe == 1.0 else (po - pe) / (1 - pe)
+    return Agreement(n, agree, po, float(kappa), pa, pb)

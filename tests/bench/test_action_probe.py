@@ -7,6 +7,7 @@ edited only when that file is in the conversation, and keeps a "never" rule only
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import httpx2
@@ -16,7 +17,9 @@ import pytest
 from bench.cli.main import main
 from bench.scoring.action_probe import (
     CHOICE_PROMPT,
+    JUDGE_PROMPT,
     NEXT_PROMPT,
+    RESTATE_PROMPT,
     Action,
     ActionProber,
     agree,
@@ -27,6 +30,7 @@ from bench.scoring.action_probe import (
     recorded_next_action,
     rule_of,
 )
+from bench.scoring.behaviour import behaviour_lines, behaviour_table
 from bench.scoring.metrics import behaviour_scores
 from bench.summarizers import SummarizerError
 from tests.bench.test_anthropic_summarizer import reply
@@ -71,7 +75,13 @@ class ContextModel:
         seen = _context_text(body)
         if question.startswith(NEXT_PROMPT):
             return reply(f"edit {EDITED}" if EDITED in seen else "glob **/*.py")
-        assert question.startswith(CHOICE_PROMPT)
+        if question.startswith(JUDGE_PROMPT):  # the retention judge: says yes when the rule is in the context
+            return reply("\n".join(f"{m.group(1)}. {'yes' if 'Never push' in seen else 'no'}"
+                                   for m in re.finditer(r"^(\d+)\. ", question, re.MULTILINE)))
+        if question.startswith(RESTATE_PROMPT):  # the upper bound: the rule is in the question itself
+            seen += question
+        else:
+            assert question.startswith(CHOICE_PROMPT)
         answers = []
         for line in question.splitlines():
             if m := re.match(r"(\d+)\. A\) (.*)  B\) (.*)$", line):
@@ -127,10 +137,66 @@ def test_both_probes_ask_the_model_on_the_compacted_and_the_full_context(tmp_pat
     assert nxt["next_action_recorded"] == f"edit {EDITED}"
     assert nxt["agrees_full"] is True and nxt["agrees_recorded"] is True
     assert choice["probe"] == "constraint_choice" and choice["obeyed"] is True and choice["obeyed_full"] is True
-    assert len(model.bodies) == 4 and p.paid == 4 and p.cost > 0
+    assert choice["obeyed_restated"] is True and choice["obeyed_unstated"] is False  # upper bound, floor
+    assert choice["retained_exact"] is True and choice["retained_judged"] is True
+    # next action ×2, choices on the compacted and full contexts, the upper bound, the floor, the judge
+    assert len(model.bodies) == 7 and p.paid == 7 and p.cost > 0 and p.skipped == 0
     assert all(b["model"] == "claude-haiku-4-5" for b in model.bodies)
     assert model.bodies[0]["messages"][0]["content"][0]["text"].startswith("Summary:")  # the compacted context
     assert RULE_TEXT not in model.bodies[2]["messages"][-1]["content"][-1]["text"]  # the rule is not restated
+    restated = model.bodies[4]["messages"][-1]["content"][-1]["text"]
+    assert restated.startswith(RESTATE_PROMPT) and f"- {RULE_TEXT}" in restated  # restated in the question
+    assert restated.endswith(model.bodies[2]["messages"][-1]["content"][-1]["text"].split("\n\n", 1)[1])  # same A/B
+    floor = json.dumps(model.bodies[5])
+    assert RULE_TEXT not in floor and "Fix the retry bug" in floor  # the full context, the rule sentence cut out
+    assert model.bodies[6]["messages"][-1]["content"][-1]["text"].startswith(JUDGE_PROMPT)
+
+
+def _scores(rows: list[dict]) -> dict:
+    return behaviour_scores([{"moment": "behaviour", **r} for r in rows])
+
+
+def test_a_compaction_that_drops_the_rule_falls_below_the_baseline_and_the_upper_bound_restores_it(tmp_path):
+    """COMPINT's four arms on one compaction that keeps the rule and one that drops it."""
+    p = prober(ContextModel(), tmp_path)
+    keeps = (MESSAGES[0], Message.text_message("user", f"Summary: fixing {EDITED}. {RULE_TEXT}"))
+    drops = (MESSAGES[0], Message.text_message("user", f"Summary: fixing {EDITED}."))
+    kept, dropped = probe_rows(p, MESSAGES, CUT, keeps, [RULE])[1], probe_rows(p, MESSAGES, CUT, drops, [RULE])[1]
+    assert (dropped["obeyed"], dropped["obeyed_full"]) == (False, True)  # below the no-compaction baseline
+    assert dropped["obeyed_restated"] is True and dropped["obeyed_unstated"] is False  # restated: restored
+    good, bad = _scores([kept]), _scores([dropped])
+    assert good["constraint_effect_retention"] == 1.0 and bad["constraint_effect_retention"] == 0.0
+    assert bad["constraint_obedience_restated"] == 1.0 and bad["constraint_obedience_unstated"] == 0.0
+    assert (dropped["retained_exact"], dropped["retained_judged"]) == (False, False)
+    assert good["constraint_judge_agreement"] == bad["constraint_judge_agreement"] == 1.0
+    # a model that keeps the rule even with none stated leaves nothing to lose: no score, not a perfect one
+    assert math.isnan(_scores([{**dropped, "obeyed_unstated": True}])["constraint_effect_retention"])
+    table = behaviour_table(pd.DataFrame([{"trace": "t", "strategy": s, "moment": "behaviour", **r}
+                                          for s, r in (("keeps", kept), ("drops", dropped))])).set_index("strategy")
+    assert table.loc["drops", "constraint_effect_retention"] == 0.0
+    assert table.loc["keeps", "constraint_effect_retention"] == 1.0
+    assert table.loc["drops", "judge_agreement"] == 1.0 and table.loc["drops", "judge_n"] == 1
+
+
+def test_intervals_narrow_as_more_probes_are_paid_for(tmp_path):
+    """Half the compactions keep the rule and the file: the shares stay 50%, their intervals narrow."""
+    p = prober(ContextModel(), tmp_path)
+    keeps = (MESSAGES[0], Message.text_message("user", f"Summary: fixing {EDITED}. {RULE_TEXT}"))
+    drops = (MESSAGES[0], Message.text_message("user", "Summary: fixing a retry bug."))
+
+    def table(per_trace: int) -> pd.Series:
+        rows = [{"trace": f"t{t}", "strategy": "s", "moment": "behaviour", "round": i, **r}
+                for t in range(3) for i in range(per_trace)
+                for r in probe_rows(p, MESSAGES, CUT, keeps if i % 2 else drops, [RULE])]
+        return behaviour_table(pd.DataFrame(rows)).iloc[0]
+
+    few, many = table(2), table(20)
+    for col in ("constraint_obedience", "next_action_agreement"):
+        assert few[col] == many[col]
+        assert few[f"{col}_low"] <= few[col] <= few[f"{col}_high"]
+        assert many[f"{col}_high"] - many[f"{col}_low"] < few[f"{col}_high"] - few[f"{col}_low"]
+    assert (few.constraint_obedience_n, many.constraint_obedience_n) == (6, 60)
+    assert p.paid == 11  # 3 shared full-context asks, 4 per distinct compacted context: the rest from disk
 
 
 def test_a_compaction_that_drops_the_edited_file_loses_next_action_agreement(tmp_path):
@@ -147,7 +213,7 @@ def test_a_compaction_that_drops_the_edited_file_loses_next_action_agreement(tmp
     assert bad["next_action_agreement"] == 0.0 and bad["next_action_recorded_agreement"] == 0.0
     assert bad["constraint_obedience"] == 1.0  # the rule was kept
     assert ruleless[1]["obeyed"] is False and ruleless[1]["obeyed_full"] is True  # below the full baseline
-    assert (p.asked, p.paid) == (12, 8)  # the 2 full-context requests were paid once, then read from disk
+    assert (p.asked, p.paid) == (21, 15)  # the 3 full-context requests were paid once, then read from disk
 
 
 def test_the_prober_stops_paying_at_max_cost_and_a_rerun_is_free(tmp_path):
@@ -156,9 +222,21 @@ def test_the_prober_stops_paying_at_max_cost_and_a_rerun_is_free(tmp_path):
     rows = probe_rows(p, MESSAGES, CUT, MESSAGES[:CUT], [RULE])
     assert p.paid == 1 and len(model.bodies) == 1
     assert rows[0]["asked"] is True and rows[1]["obeyed"] is None  # not asked: no answer, not a wrong one
+    assert rows[1]["obeyed_restated"] is None and rows[1]["obeyed_unstated"] is None
+    assert rows[1]["retained_judged"] is None and rows[1]["retained_exact"] is True  # the exact judge is free
+    # the full context is the compacted one here: its next-action answer came from disk; 5 more were stopped
+    assert p.skipped == 5
+    meta = {"moment": "behaviour", "probe": "prober", "asked": p.asked, "paid": p.paid, "skipped": p.skipped,
+            "cost": p.cost}
+    assert _scores([*rows, meta])["behaviour_probes_skipped"] == 5
+    table = behaviour_table(pd.DataFrame([{"trace": "t", "strategy": "s", "moment": "behaviour", **r}
+                                          for r in (*rows, meta)])).iloc[0]
+    assert (table.probes_paid, table.probes_skipped, table.constraint_obedience_n) == (1, 5, 0)
+    assert any("5 stopped by --max-cost" in line for line in behaviour_lines(behaviour_table(
+        pd.DataFrame([{"trace": "t", "strategy": "s", "moment": "behaviour", **r} for r in (*rows, meta)]))))
     again = prober(ContextModel(), tmp_path)
     probe_rows(again, MESSAGES, CUT, MESSAGES[:CUT], [RULE])
-    assert (again.asked, again.paid) == (4, 1)  # 2 distinct requests here: the one paid before came from disk
+    assert (again.asked, again.paid) == (7, 4)  # 5 distinct requests here: the one paid before came from disk
     capped = prober(ContextModel(), tmp_path, max_cost=1e-12)
     assert probe_rows(capped, MESSAGES, CUT, MESSAGES[:CUT], [RULE])[1]["obeyed"] is True  # on disk: read over the cap
     assert capped.paid == 0
