@@ -135,6 +135,16 @@ def failed_output(key: str, trace: str, strategy: str, reason: str, window: int 
 _INT64 = (-(2**63), 2**63)
 
 
+def _same_keys(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows padded with None to every key any of them has: pyarrow's ``from_pylist`` takes its columns
+    from the first row alone, so a later row's own fields (a behaviour probe's ``probe``, ``obeyed``
+    after needle rows) were dropped without a word. Rows that already have every key are kept as they are."""
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    if all(len(row) == len(names) for row in rows):
+        return rows
+    return [row if len(row) == len(names) else {k: row.get(k) for k in names} for row in rows]
+
+
 def row_problem(row: dict[str, Any]) -> str | None:
     """An int in a flat row (or in a list or dict cell) that no Parquet column holds (past 64 bits),
     or None. Cheap: a type test per value, on every task before it is buffered. Anything else that
@@ -273,7 +283,8 @@ class Store:
                 parts = [t.append_column("key", pa.array([key] * t.num_rows, pa.string())) for key, t in items]
                 built[table] = pa.concat_tables(parts, promote_options="permissive")
             else:
-                built[table] = pa.Table.from_pylist([{**row, "key": key} for key, rows in items for row in rows])
+                built[table] = pa.Table.from_pylist(_same_keys([{**row, "key": key} for key, rows in items
+                                                                for row in rows]))
         built["results"] = pa.Table.from_pylist(rows)
         return built
 

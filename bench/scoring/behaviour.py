@@ -89,7 +89,7 @@ def behaviour_table(probes: pd.DataFrame, *, resamples: int = stats.DEFAULT_B, s
         rec.update({"judge_n": a.n, "judge_agreement": a.share, "judge_kappa": a.kappa,
                     "retained_exact": a.a_yes, "retained_judged": a.b_yes})
         meta = g[g.probe == "prober"]
-        for col, field in (("probes_asked", "asked"), ("probes_paid", "paid"), ("probes_skipped", "skipped")):
+        for col, field in (("probes_asked", "requests"), ("probes_paid", "paid"), ("probes_skipped", "skipped")):
             rec[col] = int(pd.to_numeric(meta[field], errors="coerce").fillna(0).sum()) if field in meta else 0
         rec["probe_cost"] = float(pd.to_numeric(meta["cost"], errors="coerce").fillna(0).sum()) if "cost" in meta \
             else 0.0

@@ -291,7 +291,7 @@ def needle_observer(
                         for r in probe_rows(prober, trace.messages, cut, ctx.messages, needles))
         if prober is not None and moment == "end":  # what this replay's behaviour probes asked and paid
             rows.append({"trace": trace.id, **({"strategy": strategy} if strategy else {}), "moment": BEHAVIOUR,
-                         "call": call, "probe": "prober", "asked": prober.asked, "paid": prober.paid,
+                         "call": call, "probe": "prober", "requests": prober.asked, "paid": prober.paid,
                          "skipped": getattr(prober, "skipped", 0),
                          "cost": prober.cost})
         if moment == "end":

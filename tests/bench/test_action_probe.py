@@ -31,7 +31,7 @@ from bench.scoring.action_probe import (
     rule_of,
 )
 from bench.scoring.behaviour import behaviour_lines, behaviour_table
-from bench.scoring.metrics import behaviour_scores
+from bench.scoring.metrics import behaviour_scores, by_strategy
 from bench.summarizers import SummarizerError
 from tests.bench.test_anthropic_summarizer import reply
 from traces import native
@@ -226,7 +226,7 @@ def test_the_prober_stops_paying_at_max_cost_and_a_rerun_is_free(tmp_path):
     assert rows[1]["retained_judged"] is None and rows[1]["retained_exact"] is True  # the exact judge is free
     # the full context is the compacted one here: its next-action answer came from disk; 5 more were stopped
     assert p.skipped == 5
-    meta = {"moment": "behaviour", "probe": "prober", "asked": p.asked, "paid": p.paid, "skipped": p.skipped,
+    meta = {"moment": "behaviour", "probe": "prober", "requests": p.asked, "paid": p.paid, "skipped": p.skipped,
             "cost": p.cost}
     assert _scores([*rows, meta])["behaviour_probes_skipped"] == 5
     table = behaviour_table(pd.DataFrame([{"trace": "t", "strategy": "s", "moment": "behaviour", **r}
@@ -262,12 +262,26 @@ def test_next_action_agreement_reaches_the_results(tmp_path, monkeypatch):
             transport=httpx2.MockTransport(lambda r: reply("1. unknown")))))
     monkeypatch.setattr(runner, "_prober", lambda config, counter=None: ActionProber(
         cache_dir=tmp_path / "actions", counter=counter, http_client=client, max_cost=config.max_cost))
-    trace = generate("reads", seed=3)  # codex compacts it twice
-    path = native.write(trace, tmp_path / "t.cbt.jsonl")
-    code = main(["run", "--traces", str(path), "--strategies", "none", "codex", "--probe", "anthropic",
+    traces = tmp_path / "traces"
+    for seed in (3, 4):  # codex compacts each twice
+        native.write(generate("reads", seed=seed), traces / f"t{seed}.cbt.jsonl")
+    code = main(["run", "--traces", str(traces), "--strategies", "none", "codex", "--probe", "anthropic",
                  "--workers", "1", "--name", "p", "--out", str(tmp_path / "out"), "--quiet", "--no-report"])
     assert code == 0
-    results = pd.read_csv(tmp_path / "out" / "p" / "results.csv").set_index("strategy")
+    table = pd.read_csv(tmp_path / "out" / "p" / "results.csv")
+    summary = by_strategy(table.assign(error=table.error.astype(object).fillna(""))).set_index("strategy")  # the results aggregate: shares with intervals over traces
+    share = summary.loc["codex", "next_action_recorded_agreement"]
+    assert summary.loc["codex", "next_action_recorded_agreement_low"] <= share
+    assert share <= summary.loc["codex", "next_action_recorded_agreement_high"]
+    assert 0 <= summary.loc["codex", "constraint_obedience_restated"] <= 1  # the upper bound was asked
+    assert summary.loc["codex", "behaviour_probes_skipped"] == 0 and summary.loc["codex", "behaviour_probes_paid"] > 0
+    probes = pd.read_csv(tmp_path / "out" / "p" / "probes.csv", low_memory=False)
+    behaviour = behaviour_table(probes).set_index("strategy")
+    assert behaviour.loc["none", "constraint_obedience_n"] == behaviour.loc["none", "probes_paid"] == 0  # no compaction
+    assert behaviour.loc["codex", "probes_paid"] == summary.loc["codex", "behaviour_probes_paid"]
+    assert behaviour.loc["codex", "constraint_obedience_restated_n"] > 0
+    assert behaviour.loc["codex", "judge_n"] == behaviour.loc["codex", "constraint_obedience_n"]
+    results = table[table.trace == table.trace.iloc[0]].set_index("strategy")
     assert pd.isna(results.loc["none", "next_action_agreement"])  # never compacted: nothing to ask
     assert results.loc["none", "behaviour_probes_paid"] == 0
     assert results.loc["codex", "behaviour_probes_paid"] > 0 and results.loc["codex", "behaviour_probe_cost"] > 0

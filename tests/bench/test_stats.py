@@ -127,3 +127,59 @@ def test_the_relative_interval_is_the_ratio_s_own_and_never_under_minus_100_perc
     assert w.rel_low == pytest.approx(-0.9) and w.rel_high == pytest.approx(-0.9)
     single = paired_bootstrap([4.0], [1.0])
     assert single.rel_low == single.rel_high == pytest.approx(-0.75)
+
+
+def test_wilson_interval_stays_inside_zero_and_one_and_is_not_empty_at_the_ends():
+    from bench.scoring.stats import wilson
+
+    low, high = wilson(0, 5)
+    assert low == 0.0 and 0.4 < high < 0.5  # 0 of 5 is not "certainly 0%"
+    low, high = wilson(5, 5)
+    assert 0.5 < low < 0.6 and high == 1.0
+    low, high = wilson(30, 100)
+    assert low < 0.3 < high and high - low < wilson(3, 10)[1] - wilson(3, 10)[0]
+    assert all(np.isnan(wilson(0, 0)))
+
+
+def test_rate_ci_is_the_mean_over_traces_and_narrows_with_probes_and_with_traces():
+    from bench.scoring.stats import rate_ci
+
+    few = rate_ci([1, 3], [4, 4])  # traces at 25% and 75%: the mean over traces is 50%
+    assert (few.units, few.probes, few.rate) == (2, 8, 0.5) and few.low <= 0.5 <= few.high
+    more_probes = rate_ci([10, 30], [40, 40])
+    more_traces = rate_ci([1, 3] * 10, [4, 4] * 10)
+    width = few.high - few.low
+    assert more_probes.high - more_probes.low < width and more_traces.high - more_traces.low < width
+    one = rate_ci([3], [4])  # one trace: its probes' Wilson interval, not a point
+    assert one.units == 1 and one.low < 0.75 < one.high
+    assert rate_ci([1, 0], [2, 0]).units == 1  # a trace with no answers is left out
+    assert np.isnan(rate_ci([], []).rate)
+    assert rate_ci([1, 3], [4, 4], seed=5) == rate_ci([1, 3], [4, 4], seed=5)
+
+
+def test_effect_retention_is_the_compacted_gain_over_the_floor_as_a_share_of_the_upper_bounds():
+    from bench.scoring.stats import effect_retention, effect_retention_ci
+
+    assert effect_retention(0.8, 0.2, 0.8) == pytest.approx(1.0)  # lossless
+    assert effect_retention(0.2, 0.2, 0.8) == 0.0  # all lost: no better than no rule
+    assert effect_retention(0.5, 0.2, 0.8) == pytest.approx(0.5)
+    assert np.isnan(effect_retention(0.5, 0.8, 0.8))  # the rule changes nothing: nothing to measure
+    assert np.isnan(effect_retention(0.5, 0.9, 0.8))
+    n = np.array([10, 10, 10, 10])
+    c = effect_retention_ci((np.array([5, 6, 4, 5]), n), (np.array([2, 2, 2, 2]), n), (np.array([8, 8, 8, 8]), n))
+    assert c.units == 4 and c.value == pytest.approx(0.5) and c.low < 0.5 < c.high
+    with pytest.raises(ValueError, match="differ in units"):
+        effect_retention_ci((np.array([1]), np.array([1])), (np.array([1, 1]), np.array([1, 1])),
+                            (np.array([1]), np.array([1])))
+
+
+def test_agreement_of_two_judges_with_cohens_kappa():
+    from bench.scoring.stats import agreement
+
+    a = agreement([True, True, False, False, None], [True, False, False, False, True])
+    assert (a.n, a.agree, a.share) == (4, 3, 0.75)
+    # po 0.75; pa 0.5, pb 0.25: pe = 0.125 + 0.375 = 0.5; kappa = 0.25 / 0.5
+    assert a.kappa == pytest.approx(0.5) and (a.a_yes, a.b_yes) == (0.5, 0.25)
+    assert agreement([True, True], [True, True]).kappa == 1.0  # chance agreement already 1
+    assert agreement([True, False], [False, True]).kappa == pytest.approx(-1.0)
+    assert agreement([None], [True]).n == 0
