@@ -502,7 +502,8 @@ def _render(run_dir: Path, steps: Steps, *, trace: str | None, sawtooth: list[st
                                        + decision.neighbours_html(rows, stats.DEFAULT_B, scoring.weight(run.info))),
         "comparisons": sections.comparisons_html(s.comparisons, order, s.resamples) + _figures(figures["compare"])
         + pairs,
-        "retention": _retention(s, order, run.probes is not None) + _figures(figures["retention"]),
+        "retention": _retention(s, order, run.probes is not None) + _figures(figures["retention"])
+        + sections.behaviour_html(probestats.behaviour(run_dir, run.info, s.resamples), order),
         "cost_truth": sections.cost_html(s.cost, order) + _figures(figures["cost"]),
         "summary_sizes": sections.summary_sizes_html(s.sizes, order, stats.SUMMARY_RESERVE)
         + _figures(figures["summaries"]),

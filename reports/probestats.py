@@ -202,3 +202,26 @@ def age_grid(stats: ProbeStats, strategies: list[str]) -> AgeGrid:
                 verbatim[i, j] = sums.loc[(s, b), "v"] / n
                 by_ref[i, j] = sums.loc[(s, b), "r"] / n
     return AgeGrid(rows, cols, verbatim, by_ref, [int(per_bucket[b]) for b in cols])
+
+
+# -- the behaviour probes (--probe anthropic): a handful of rows per compaction, read apart ----------------
+
+BEHAVIOUR_READ = ("strategy", "trace", "moment", "probe", "agrees_full", "agrees_recorded", "obeyed", "obeyed_full",
+                  "obeyed_restated", "obeyed_unstated", "retained_exact", "retained_judged", "requests", "paid",
+                  "skipped", "cost")
+
+
+def behaviour(run_dir: Path, info: dict, resamples: int) -> pd.DataFrame:
+    """bench.scoring.behaviour's per-strategy table from the run's behaviour rows; empty (without a
+    scan of the probes) for a run that did not ask a model (``config.probe`` other than anthropic)."""
+    from bench.scoring.behaviour import COLUMNS, behaviour_table
+
+    if (info.get("config") or {}).get("probe") != "anthropic":
+        return pd.DataFrame(columns=COLUMNS)
+    parts = [b[b.moment == "behaviour"] for b in batches.batches(run_dir, "probes", BEHAVIOUR_READ)
+             if "moment" in b and "probe" in b]
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.DataFrame(columns=COLUMNS)
+    return behaviour_table(pd.concat(parts, ignore_index=True).drop(columns=batches.ORDER, errors="ignore"),
+                           resamples=resamples)

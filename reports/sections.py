@@ -469,3 +469,45 @@ def fidelity_html(fid: pd.DataFrame) -> str:
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f'<div class=scroll><table class="plain fidelity"><thead>{head}</thead><tbody>{"".join(body)}</tbody>'
             f"</table></div><p class=legend>{html.escape(FIDELITY_NOTE)}</p>")
+
+
+def _with_ci(v: float, low: float, high: float, n: float, fmt: Fmt = pct) -> str:
+    if not finite(v):
+        return "—"
+    bounds = f" [{fmt(low)}, {fmt(high)}]" if finite(low) and finite(high) else ""
+    return f"{fmt(v)}{bounds}" + (f" n={n:,.0f}" if finite(n) else "")
+
+
+def behaviour_html(table_: pd.DataFrame, order: Sequence[str]) -> str:
+    """The behaviour probes per strategy (bench.scoring.behaviour.behaviour_table), every share with its 95%
+    interval and n; nothing when the run asked no model."""
+    if table_.empty:
+        return ""
+    t = _ordered(table_, order)
+    shares = [("next_action_agreement", "next step as on the full context"),
+              ("next_action_recorded_agreement", "next step as recorded"),
+              ("constraint_obedience", "rules kept, compacted"), ("constraint_obedience_full", "full (baseline)"),
+              ("constraint_obedience_restated", "restated (upper bound)"),
+              ("constraint_obedience_unstated", "unstated (floor)")]
+    head = "".join(f"<th class=num>{html.escape(label)}</th>" for _, label in shares) + (
+        "<th class=num>effect retention</th><th class=num>retention judges agree (κ)</th>"
+        "<th class=num>requests paid / stopped by --max-cost</th>")
+    body = []
+    for _, r in t.iterrows():
+        cells = [_with_ci(r[c], r[f"{c}_low"], r[f"{c}_high"], r[f"{c}_n"]) for c, _ in shares]
+        cells.append(_with_ci(r.constraint_effect_retention, r.constraint_effect_low, r.constraint_effect_high,
+                              float("nan"), ratio))
+        cells.append("—" if not r.judge_n else f"{r.judge_agreement:.0%} (κ {r.judge_kappa:.2f}) n={r.judge_n:,.0f}")
+        cells.append(f"{r.probes_paid:,.0f} ({usd(r.probe_cost)}) / {r.probes_skipped:,.0f}")
+        body.append(f"<tr><td class=name>{html.escape(str(r.strategy))}</td>"
+                    + "".join(f"<td class=num>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    return ("<h3>What the agent still does (behaviour probes)</h3><div class=scroll>"
+            f'<table class="plain score"><thead><tr><th>strategy</th>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>"
+            "<p class=legend>A real model asked after every compaction (<code>--probe anthropic</code>). Shares are "
+            "means over traces with a 95% two-stage bootstrap interval (traces, then probes within a trace) and n "
+            "answers. Rules: a forced choice per only / never / always rule on the compacted context, the full "
+            "context, the compacted context with the rule restated (upper bound) and the full context with the "
+            "rule cut out (floor); effect retention = (compacted − floor) / (upper bound − floor), COMPINT's "
+            "score, 1 lossless, 0 all lost. Judges: the exact-presence probe and the model, asked whether the "
+            "compacted context states each rule.</p>")

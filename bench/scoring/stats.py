@@ -253,8 +253,8 @@ def rate_ci(k: Sequence[float] | np.ndarray, n: Sequence[float] | np.ndarray, *,
 
     A trace's probes share its context, so they are not independent: the resample draws traces
     first and then answers within each drawn trace. The interval so narrows with more traces and with
-    more probes per trace, and a single trace still gets one (the within-trace stage; it is then
-    the Wilson interval of its probes, which the bootstrap would give as a point at 0/n or n/n).
+    more probes per trace. A single trace, or answers all yes or all no, get the Wilson interval of
+    the pooled answers instead: a resample could only repeat them, a point at 0% or 100% however few.
     Units with no answers (n = 0) are left out.
     """
     kk, nn = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
@@ -264,9 +264,11 @@ def rate_ci(k: Sequence[float] | np.ndarray, n: Sequence[float] | np.ndarray, *,
         nan = float("nan")
         return RateCI(0, 0, nan, nan, nan)
     rate = float(np.mean(kk / nn))
-    if kk.size == 1:
-        low, high = wilson(kk[0], nn[0], confidence)
-        return RateCI(1, int(nn[0]), rate, low, high)
+    if kk.size == 1 or kk.sum() in (0, nn.sum()):
+        # one trace, or every answer the same: a resample can only repeat it (a point at 0% or 100%
+        # from 3 answers); the Wilson interval of the pooled answers says how little n of them shows
+        low, high = wilson(kk.sum(), nn.sum(), confidence)
+        return RateCI(int(kk.size), int(nn.sum()), rate, low, high)
     means = _two_stage(kk, nn, np.random.default_rng(seed), resamples).mean(axis=1)
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])

@@ -281,6 +281,14 @@ def test_next_action_agreement_reaches_the_results(tmp_path, monkeypatch):
     assert behaviour.loc["codex", "probes_paid"] == summary.loc["codex", "behaviour_probes_paid"]
     assert behaviour.loc["codex", "constraint_obedience_restated_n"] > 0
     assert behaviour.loc["codex", "judge_n"] == behaviour.loc["codex", "constraint_obedience_n"]
+    run_dir = tmp_path / "out" / "p"  # the report's lines, read from the run folder as the report reads it
+    from reports import probestats, sections
+
+    read = probestats.behaviour(run_dir, json.loads((run_dir / "run.json").read_text()), 200).set_index("strategy")
+    assert read.loc["codex", "probes_paid"] == behaviour.loc["codex", "probes_paid"]
+    page = sections.behaviour_html(read.reset_index(), ["none", "codex"])
+    assert "upper bound" in page and "<td class=name>codex</td>" in page and "n=" in page
+    assert probestats.behaviour(run_dir, {"config": {"probe": "exact"}}, 200).empty  # no model asked: no scan
     results = table[table.trace == table.trace.iloc[0]].set_index("strategy")
     assert pd.isna(results.loc["none", "next_action_agreement"])  # never compacted: nothing to ask
     assert results.loc["none", "behaviour_probes_paid"] == 0

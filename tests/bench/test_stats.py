@@ -153,6 +153,8 @@ def test_rate_ci_is_the_mean_over_traces_and_narrows_with_probes_and_with_traces
     one = rate_ci([3], [4])  # one trace: its probes' Wilson interval, not a point
     assert one.units == 1 and one.low < 0.75 < one.high
     assert rate_ci([1, 0], [2, 0]).units == 1  # a trace with no answers is left out
+    all_yes = rate_ci([1, 1, 1], [1, 1, 1])  # 3 of 3: not "certainly 100%"
+    assert all_yes.rate == 1.0 and all_yes.high == 1.0 and all_yes.low < 0.5
     assert np.isnan(rate_ci([], []).rate)
     assert rate_ci([1, 3], [4, 4], seed=5) == rate_ci([1, 3], [4, 4], seed=5)
 
