@@ -79,8 +79,6 @@ COMMAND_KEYS = ("command", "cmd")
 HEADROOM = 2_000
 NEXT_TOKENS = 100
 PER_CHOICE_TOKENS = 10
-ARMS = ("compacted", "full", "restated", "unstated")
-"""The forced-choice arms, in the order they are asked (``ActionProber.choices``)."""
 
 
 @dataclass(frozen=True)
@@ -228,7 +226,8 @@ def without_rules(messages: Sequence[Message], rules: Sequence[Rule]) -> tuple[t
                         text = text.replace(r.statement, "")
                 b = b if text == b.text else Text(text)
             blocks.append(b)
-        out.append(m if all(x is y for x, y in zip(blocks, m.blocks, strict=True)) else replace(m, blocks=tuple(blocks)))
+        same = all(x is y for x, y in zip(blocks, m.blocks, strict=True))
+        out.append(m if same else replace(m, blocks=tuple(blocks)))
     return tuple(out), found
 
 

@@ -269,7 +269,8 @@ def test_next_action_agreement_reaches_the_results(tmp_path, monkeypatch):
                  "--workers", "1", "--name", "p", "--out", str(tmp_path / "out"), "--quiet", "--no-report"])
     assert code == 0
     table = pd.read_csv(tmp_path / "out" / "p" / "results.csv")
-    summary = by_strategy(table.assign(error=table.error.astype(object).fillna(""))).set_index("strategy")  # the results aggregate: shares with intervals over traces
+    # the results aggregate: shares with intervals over traces
+    summary = by_strategy(table.assign(error=table.error.astype(object).fillna(""))).set_index("strategy")
     share = summary.loc["codex", "next_action_recorded_agreement"]
     assert summary.loc["codex", "next_action_recorded_agreement_low"] <= share
     assert share <= summary.loc["codex", "next_action_recorded_agreement_high"]
