@@ -93,7 +93,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("constraint_obedience_restated", "fraction", False,
            "`constraint_obedience` asked on the compacted context with the user's rule sentences restated in the "
            "question: the upper bound (COMPINT's rule re-presented after compaction)."),
-    Metric("constraint_obedience_unstated", "fraction", False,
+    Metric("constraint_obedience_unstated", "fraction", None,
            "`constraint_obedience` asked on the full context with the rule sentences cut out: the floor, what the "
            "model picks with no rule (COMPINT's uninjected baseline)."),
     Metric("constraint_effect_retention", "fraction", False,
