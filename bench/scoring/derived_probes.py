@@ -423,7 +423,7 @@ def _rule_needles(messages: Sequence[Message]) -> list[Needle]:
                 if i in holders and holders <= own:
                     counts[kind] += 1
                     taken += 1
-                    label = name.rsplit("/", 1)[-1] if kind == "instruction" else name
+                    label = name.rstrip("/").rsplit("/", 1)[-1]  # CLAUDE.md, AGENTS.md, the skill's folder
                     question = (f"Which rule does {label} set?" if kind == "instruction"
                                 else f"Which rule does the {label} skill set?")
                     out.append(Needle(f"derived:{kind}:{counts[kind]}", kind, line, question, answer, i,
