@@ -14,7 +14,19 @@ Mapped onto Factory's probe classes (evaluation.md §A2) and scored mechanically
 - ``error`` — failing commands and their error line, with the command as the reference: the last
   one (``derived:error``) and up to ``MAX_ERRORS − 1`` earlier distinct ones (``derived:error:k``),
   since the early failures are the ones a compaction drops;
-- ``constraint`` — the user's imperative sentences with don't / do not / always / never / must / only.
+- ``constraint`` — the user's imperative sentences with don't / do not / always / never / must / only;
+- ``instruction`` and ``skill`` — the rules of the instruction files and skills the session itself shows
+  loaded (issue 27), so a real run's ``instructions`` / ``skills`` columns say which strategies keep
+  the user's own rules: Claude Code's "Contents of <path>.md" blocks (the first user turn's reminder),
+  Codex's "# AGENTS.md instructions for <dir>" message (and the legacy ``<user_instructions>``),
+  OpenCode's "Instructions from: <path>" blocks (system prompt or a read output, where recorded);
+  a skill body as Claude Code loads it ("Base directory for this skill: <dir>" user message), as
+  Codex does (a ``<skill>`` user message) and as OpenCode's skill tool returns it
+  (``<skill_content name=...>``). A rule is a line of that text with never / always / must / do not /
+  don't / only / should / avoid / prefer; its answer is the line's most distinctive part (a quoted
+  span, else an identifier, path or number, else the whole line, kept verbatim) and is used only if nothing but
+  copies of the rule holds it, so a strategy cannot keep it by keeping some other message.
+  Sessions of any other shape derive no rules (the columns stay empty).
 
 These are heuristics over text, not judgements: a derived "constraint" may be a plain statement
 that happens to contain "must". Their ids start with ``derived:`` so a report can tell them apart.
@@ -25,7 +37,7 @@ like planted needles at every compaction and at the end of the replay.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from strategies._files import file_path
@@ -34,9 +46,11 @@ from traces.model import Message, Needle, ToolUse, Trace
 if TYPE_CHECKING:
     import pandas as pd
 
-VERSION = 2
+VERSION = 3
 """Bumped whenever the derived needles change (part of every task key: stored probes are never stale).
-2: early facts relied on later, every failing command (not only the last), ``only`` constraints."""
+2: early facts relied on later, every failing command (not only the last), ``only`` constraints.
+3: instruction and skill rules; an instruction file or skill body the agent wrote into the user's
+turn is no longer taken for the user's request or constraints."""
 MAX_TERMS = 5
 MAX_CONSTRAINTS = 10
 MAX_EARLY = 8
@@ -62,6 +76,33 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[A-Za-z0-9_./\-]*[A-Za-z0-9_]")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
 _TAG = re.compile(r"<([a-z\-]+)>.*?</\1>", re.DOTALL)
+AGENT_WRITTEN = ("# agents.md instructions", "<environment_context>", "<user_instructions>", "<skill",
+                 "<user_shell_command>", "<turn_aborted>", "<subagent_notification>", "<additional_context>",
+                 "base directory for this skill:")
+"""Starts of user-role messages an agent writes itself: Codex's contextual items (openai/codex @e06dd0e5
+codex-rs/core/src/event_mapping.rs ``is_contextual_user_message_content``) and Claude Code's skill body."""
+MAX_RULES = 8
+"""Instruction rules per session (a long AGENTS.md has dozens of "must" lines: the first ones are kept)."""
+MAX_SKILL_RULES = 3
+"""Rules per skill body."""
+MAX_SKILLS = 6
+RULE_WORD = re.compile(r"\b(never|always|must|do not|don'?t|only|should|avoid|prefer)\b", re.IGNORECASE)
+_CLAUDE_MD = re.compile(r"^Contents of (\S+\.md)\b[^\n]*:\n(.*?)(?=^Contents of \S+\.md\b|</system-reminder>|\Z)",
+                        re.S | re.M)
+_AGENTS_MD = re.compile(r"^\s*# AGENTS\.md instructions for ([^\n]+)\n+<INSTRUCTIONS>\n?(.*?)</INSTRUCTIONS>",
+                        re.S)
+_USER_INSTRUCTIONS = re.compile(r"^\s*<user_instructions>(.*?)</user_instructions>", re.S)
+_OPENCODE = re.compile(r"^Instructions from: (\S+)\n(.*?)(?=^Instructions from: \S+$|\Z)", re.S | re.M)
+_CLAUDE_SKILL = re.compile(r"^\s*Base directory for this skill: ([^\n]+)\n(.*)", re.S)
+_CODEX_SKILL = re.compile(r"^\s*<skill>\s*(?:<name>([^<]*)</name>)?\s*(?:<path>([^<]*)</path>)?(.*?)</skill>",
+                          re.S)
+_OPENCODE_SKILL = re.compile(r"^\s*<skill_content name=\"([^\"]*)\">(.*?)</skill_content>", re.S)
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_QUOTED = re.compile(r"`([^`\n]{3,80})`")
+WRAPPER_LINES = ("IMPORTANT: this context may or may not be relevant",)
+"""The agent's own wrapper text around an instruction file (Claude Code's reminder ends with it)."""
+_STRONG = re.compile(r"[\d_/.]|[a-z][A-Z]")
+"""A rule's token must be an identifier, path or number: a hyphenated word ("well-defined") is English."""
 _FACT_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/\-]*[A-Za-z0-9_]")
 _SHAPED = re.compile(r"\d|_|[a-z][A-Z]|[A-Za-z][./:\-][A-Za-z0-9]")
 """An identifier, number, path or version: a digit, an underscore, camelCase or an inner separator."""
@@ -114,7 +155,15 @@ def files_modified_f1(paths: Iterable[str], context_text: str) -> float:
 
 
 def _human(m: Message) -> bool:
-    return m.is_human_turn and not (m.meta.get("summary") or m.meta.get("injected") or m.meta.get("synthetic"))
+    """A message with the user's own words: not a summary, nothing an agent injected (flagged, or a
+    Codex contextual item, or a skill body)."""
+    return m.is_human_turn and not (m.meta.get("summary") or m.meta.get("injected") or m.meta.get("synthetic")
+                                    or m.meta.get("role") == "developer" or _agent_written(m.text))
+
+
+def _agent_written(text: str) -> bool:
+    head = text.lstrip()[:40].lower()
+    return head.startswith(AGENT_WRITTEN)
 
 
 def _plain(text: str) -> str:
@@ -272,11 +321,122 @@ def _constraint_needles(messages: Sequence[Message]) -> list[Needle]:
     return out[:MAX_CONSTRAINTS]
 
 
+def _texts(m: Message) -> list[str]:
+    """The texts a rule source can be in: a message's text blocks (system, user) and tool outputs."""
+    from traces.model import Text, ToolResult
+
+    out = [b.text for b in m.blocks if isinstance(b, Text) and b.text]
+    out += [b.content for b in m.blocks if isinstance(b, ToolResult) and b.content]
+    return out
+
+
+def _all_sources(messages: Sequence[Message]) -> Iterator[tuple[str, str, str, int]]:
+    """(kind, name, body, message index) of every copy of every rule source (module doc's shapes)."""
+    for i, m in enumerate(messages):
+        if m.role == "assistant" or m.meta.get("summary"):
+            continue
+        for text in _texts(m):
+            if "Contents of " in text:
+                for match in _CLAUDE_MD.finditer(text):
+                    yield "instruction", match.group(1), match.group(2), i
+            if (match := _AGENTS_MD.match(text)) is not None:
+                yield "instruction", f"{match.group(1).strip()}/AGENTS.md", match.group(2), i
+            elif (match := _USER_INSTRUCTIONS.match(text)) is not None:
+                yield "instruction", "user_instructions", match.group(1), i
+            if "Instructions from: " in text:
+                for match in _OPENCODE.finditer(text):
+                    yield "instruction", match.group(1), match.group(2), i
+            if (match := _CLAUDE_SKILL.match(text)) is not None:
+                yield "skill", match.group(1), match.group(2), i
+            elif (match := _CODEX_SKILL.match(text)) is not None:
+                yield "skill", match.group(1) or match.group(2) or f"skill@{i}", match.group(3), i
+            elif (match := _OPENCODE_SKILL.match(text)) is not None:
+                yield "skill", match.group(1), match.group(2), i
+
+
+def rule_sources(messages: Sequence[Message]) -> list[tuple[str, str, str, int]]:
+    """(kind, name, body, message index) of every instruction file and skill body the session shows
+    loaded, the first copy of each (by kind and name); see the module doc for the shapes."""
+    out: list[tuple[str, str, str, int]] = []
+    seen: set[tuple[str, str]] = set()
+    for kind, name, body, i in _all_sources(messages):
+        if body.strip() and (kind, name.strip()) not in seen:
+            seen.add((kind, name.strip()))
+            out.append((kind, name.strip(), body, i))
+    return out
+
+
+def rule_lines(body: str) -> list[str]:
+    """The lines of an instruction file or skill that state a rule (outside code blocks, not headings)."""
+    out: list[str] = []
+    fenced = False
+    for raw in body.splitlines():
+        if raw.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        line = _BULLET.sub("", raw).strip()
+        if fenced or not line or line.startswith(("#", "<", "|")) or line.startswith(WRAPPER_LINES):
+            continue
+        if RULE_WORD.search(line) and 4 <= len(line.split()) <= 40:
+            out.append(line[:300])
+    return list(dict.fromkeys(out))
+
+
+def _rule_answers(line: str) -> list[str]:
+    """Candidate answers of a rule line, most distinctive first: quoted spans, shaped tokens, the line."""
+    quoted = [q.strip() for q in _QUOTED.findall(line) if len(q.strip()) >= 3]
+    shaped = sorted((w for w in _fact_tokens(line.replace("`", " ")) if _STRONG.search(w)), key=len, reverse=True)
+    return list(dict.fromkeys([*quoted, *shaped, line]))
+
+
+def _rule_needles(messages: Sequence[Message]) -> list[Needle]:
+    """Instruction and skill rules (module doc), each answer held by nothing but copies of its rule."""
+    from bench.scoring.matching import normalize
+    from bench.tokens.counter import render
+
+    sources = rule_sources(messages)
+    if not sources:
+        return []
+    copies: dict[tuple[str, str], set[int]] = {}
+    for kind, name, _, i in _all_sources(messages):
+        copies.setdefault((kind, name.strip()), set()).add(i)
+    texts = [normalize(render(m)) for m in messages]
+    out: list[Needle] = []
+    counts = {"instruction": 0, "skill": 0}
+    skills = 0
+    for kind, name, body, i in sources:
+        if kind == "skill":
+            if skills >= MAX_SKILLS:
+                continue
+            skills += 1
+        taken = 0
+        for line in rule_lines(body):
+            if counts[kind] >= MAX_RULES if kind == "instruction" else taken >= MAX_SKILL_RULES:
+                break
+            own = copies[(kind, name)]  # the answer must be in these messages and in no other
+            for answer in _rule_answers(line):
+                key = normalize(answer)
+                if len(key) < 3 or any(key in normalize(o.answer) or normalize(o.answer) in key
+                                       for o in out if o.kind == kind):
+                    continue
+                holders = {j for j, t in enumerate(texts) if key in t}
+                if i in holders and holders <= own:
+                    counts[kind] += 1
+                    taken += 1
+                    label = name.rstrip("/").rsplit("/", 1)[-1]  # CLAUDE.md, AGENTS.md, the skill's folder
+                    question = (f"Which rule does {label} set?" if kind == "instruction"
+                                else f"Which rule does the {label} skill set?")
+                    out.append(Needle(f"derived:{kind}:{counts[kind]}", kind, line, question, answer, i,
+                                      reference=name))
+                    break
+    return out
+
+
 def derive_needles(trace: Trace) -> tuple[Needle, ...]:
     """Needle-like probes derived from the trace itself (no planted facts needed)."""
     msgs = trace.messages
     return tuple([*_request_needles(msgs), *_early_fact_needles(msgs), *_artifact_needles(msgs),
-                  *_error_needle(msgs), *_constraint_needles(msgs)])
+                  *_error_needle(msgs), *_constraint_needles(msgs), *_rule_needles(msgs)])
 
 
 def artifact_f1(probes: pd.DataFrame, *, moment: str | None = "end") -> pd.DataFrame:

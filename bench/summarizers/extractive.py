@@ -10,8 +10,11 @@ deterministically per request), within the strategy's output budget;
 where the history holds less than that, the summary is shorter.
 
 What a strategy injected itself (OpenCode's "What did we do so far?", Claude Code's re-read
-files, Goose's "continue") is not taken for the user's request. What an earlier summary quoted
-of the user's requests is carried into the next one, as real summary prompts ask.
+files, Goose's "continue") is not taken for the user's request, nor what the agent wrote into the
+user's turn (a loaded skill's body, Claude Code's reminders with the CLAUDE.md contents, Codex's
+AGENTS.md and environment messages): the agent does not count them as the user's words either.
+What an earlier summary quoted of the user's requests is carried into the next one, as real
+summary prompts ask.
 """
 
 from __future__ import annotations
@@ -34,8 +37,17 @@ ERROR_WORDS = ("error", "exception", "traceback", "failed", "fatal", "assert")
 ERROR_LINE = re.compile("(" + "|".join(ERROR_WORDS) + ")", re.IGNORECASE)
 WRITTEN_KEYS = ("new_string", "content", "file_text", "new_str", "patch", "diff")
 ACTION_KEYS = ("command", "cmd", "pattern", "query", "url", *PATH_KEYS)
-INJECTED = ("synthetic", "compaction", "masked")
-"""Meta flags of messages a strategy made up (not the user's words)."""
+INJECTED = ("synthetic", "compaction", "masked", "injected")
+"""Meta flags of messages a strategy or the agent made up (not the user's words): ``injected`` is what
+an importer marks as the agent's own (Claude Code's ``isMeta`` skill bodies and attachments)."""
+AGENT_CONTEXT = ("# agents.md instructions", "<environment_context>", "<user_instructions>", "<skill",
+                 "<user_shell_command>", "<turn_aborted>", "<subagent_notification>", "<additional_context>")
+"""Starts of the user-role items Codex writes itself (AGENTS.md, environment, a loaded skill's body, ...):
+Codex never counts them as user messages (openai/codex @e06dd0e5 codex-rs/core/src/event_mapping.rs:27-44
+``is_contextual_user_message_content``; strategies/codex/common.py ``CONTEXTUAL_MARKERS``, which a summarizer,
+an earlier stage, cannot import)."""
+REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
+"""Claude Code's reminders inside a user turn (the CLAUDE.md contents among them): the agent's, not the user's."""
 REQUEST_ITEM = "User: "
 CARRIED = re.compile(r"^- User: (.+)$", re.M)
 QUOTED_REQUEST = re.compile(r"The user's latest message:\n(.+)\Z", re.S)
@@ -99,13 +111,13 @@ def user_requests(messages: tuple[Message, ...]) -> list[str]:
     """
     out: list[str] = []
     for m in messages:
-        if any(m.meta.get(flag) for flag in INJECTED):
+        if any(m.meta.get(flag) for flag in INJECTED) or m.meta.get("role") == "developer":
             continue
         if m.meta.get("summary"):
             out += [x.strip() for x in CARRIED.findall(m.text)]
             out += [x.strip() for x in QUOTED_REQUEST.findall(m.text)]
-        elif m.is_human_turn and m.text.strip():
-            out.append(m.text)
+        elif m.is_human_turn and m.text.strip() and not m.text.lstrip()[:40].lower().startswith(AGENT_CONTEXT):
+            out.append(REMINDER.sub("", m.text).strip() if "<system-reminder>" in m.text else m.text)
     return [x for x in out if x]
 
 

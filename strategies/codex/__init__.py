@@ -15,6 +15,7 @@ registered class and its options). Registry names: ``codex``, ``codex:2025``, ``
 from strategies.codex.common import (
     BRIDGE_LEAD,
     COMPACT_PROMPT,
+    CONTEXTUAL_MARKERS,
     REASONING_META,
     SESSION_PREFIXES,
     SUMMARY_PREFIX,
@@ -22,6 +23,7 @@ from strategies.codex.common import (
     checked_end,
     context_kind,
     contextual,
+    initial_context_item,
     latest_initial_context,
     middle_truncate,
     new_turn_input,
@@ -33,7 +35,9 @@ from strategies.codex.common import (
 from strategies.codex.strategy import Codex
 
 __all__ = [
-    "BRIDGE_LEAD", "COMPACT_PROMPT", "REASONING_META", "SESSION_PREFIXES", "SUMMARY_PREFIX", "Codex",
-    "approx_tokens", "checked_end", "context_kind", "contextual", "latest_initial_context", "middle_truncate",
+    "BRIDGE_LEAD", "COMPACT_PROMPT", "CONTEXTUAL_MARKERS", "REASONING_META", "SESSION_PREFIXES", "SUMMARY_PREFIX",
+    "Codex",
+    "approx_tokens", "checked_end", "context_kind", "contextual", "initial_context_item",
+    "latest_initial_context", "middle_truncate",
     "new_turn_input", "recorded_window", "remote_kept", "turn_boundary", "user_messages",
 ]

@@ -27,6 +27,20 @@ COMPACT_PROMPT = (
 BRIDGE_LEAD = ("You were originally given instructions from a user over one or more turns. "
                "Here were the user messages:")
 SESSION_PREFIXES = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>")
+"""The user-role items ``build_initial_context`` writes (AGENTS.md, environment context; the legacy
+``<user_instructions>``): what Codex puts back after compacting (``latest_initial_context``)."""
+CONTEXTUAL_MARKERS = (*SESSION_PREFIXES, "<skill", "<user_shell_command>", "<turn_aborted>",
+                      "<subagent_notification>", "<additional_context>")
+"""Starts of the user-role items Codex does not count as the user's own words (``is_contextual_user_message``):
+the initial context above plus a loaded skill's body, a ``!`` shell command, an aborted-turn note, a
+sub-agent notice and editor context. openai/codex @e06dd0e5d5694c24968bf49b62466cdedae04aaa
+codex-rs/core/src/event_mapping.rs:27-44 (``is_contextual_user_message_content``: AGENTS.md, ``<skill``,
+session prefixes, user shell commands) and instructions/user_instructions.rs:8 (``SKILL_INSTRUCTIONS_PREFIX``);
+@07247fbfe770a94b82734c8b268c46fece4ae4ba contextual_user_message.rs:8-21, 101-109 (the fragment table,
+matched case-insensitively after leading whitespace; it adds turn-aborted, sub-agent and additional
+context). Such an item is neither kept as a user message by a compaction (``collect_user_messages`` and
+remote ``should_keep_compacted_history_item`` go through ``parse_turn_item``, which returns None for it)
+nor a user-turn boundary; of them only the initial context is rebuilt afterwards."""
 
 
 def approx_tokens(text: str) -> int:
@@ -53,15 +67,35 @@ def middle_truncate(text: str, max_bytes: int, unit: str = "tokens") -> str:
 
 
 def user_messages(history: tuple[Message, ...]) -> list[str]:
-    """Text of the human user messages, without earlier summaries or injected session prefixes."""
+    """Text of the human user messages (compact.rs ``collect_user_messages``), without earlier
+    summaries and without contextual items (instructions, environment, skill bodies: ``contextual``)."""
     return [m.text for m in history
             if m.is_human_turn and m.text and not m.text.startswith(SUMMARY_PREFIX + "\n")
-            and not m.text.startswith(SESSION_PREFIXES)]
+            and not contextual(m)]
+
+
+def _starts(text: str, markers: tuple[str, ...]) -> bool:
+    head = text.lstrip()[:40].lower()
+    return any(head.startswith(marker.lower()) for marker in markers)
 
 
 def contextual(m: Message) -> bool:
-    """Codex's initial-context items: developer messages and the session-prefixed user messages."""
-    return m.meta.get("role") == "developer" or (m.role == "user" and m.text.startswith(SESSION_PREFIXES))
+    """Not the user's own words, for Codex: a developer message, or a user message one of whose text
+    blocks opens with a contextual marker (``CONTEXTUAL_MARKERS``: instructions, environment context,
+    a skill body, ...)."""
+    if m.meta.get("role") == "developer":
+        return True
+    return m.role == "user" and any(isinstance(b, Text) and _starts(b.text, CONTEXTUAL_MARKERS) for b in m.blocks)
+
+
+def initial_context_item(m: Message) -> bool:
+    """One of the items ``build_initial_context`` writes, which come back after a compaction: a
+    developer message, or a user message opening with AGENTS.md / environment context
+    (``SESSION_PREFIXES``). A ``<skill>`` body is contextual but not among them: Codex rebuilds only
+    the list of available skills (a developer section), never a loaded skill's body."""
+    if m.meta.get("role") == "developer":
+        return True
+    return m.role == "user" and any(isinstance(b, Text) and _starts(b.text, SESSION_PREFIXES) for b in m.blocks)
 
 
 def remote_kept(m: Message, *, answers: bool = True) -> Message | None:
@@ -92,8 +126,8 @@ def latest_initial_context(history: tuple[Message, ...]) -> tuple[Message, ...]:
     0.119 hold the full developer instructions and AGENTS.md again."""
     runs: list[list[Message]] = []
     for i, m in enumerate(history):
-        if contextual(m):
-            if runs and i > 0 and contextual(history[i - 1]):
+        if initial_context_item(m):
+            if runs and i > 0 and initial_context_item(history[i - 1]):
                 runs[-1].append(m)
             else:
                 runs.append([m])
@@ -120,7 +154,7 @@ def context_kind(m: Message) -> str:
     if m.meta.get("role") == "developer":
         tag = re.match(r"<([\w -]+)>", m.text)
         return f"developer:{tag.group(1)}" if tag else f"developer@{id(m)}"
-    return next((p for p in SESSION_PREFIXES if m.text.startswith(p)), f"other@{id(m)}")
+    return next((p for p in SESSION_PREFIXES if _starts(m.text, (p,))), f"other@{id(m)}")
 
 
 REASONING_META = ("reasoning_encrypted_lengths", "reasoning_encrypted_unsized", "reasoning_output_tokens")

@@ -11,7 +11,7 @@ from bench.context import Outcome, event
 from strategies._tools import text_user
 from strategies.codex.common import (
     COMPACT_PROMPT,
-    contextual,
+    initial_context_item,
     latest_initial_context,
     new_turn_input,
     remote_kept,
@@ -37,8 +37,9 @@ class RemoteCompaction:
         end of the file; here: trailing tool outputs); the server's answer goes through
         ``process_compacted_history`` (:168-188) and ``should_keep_compacted_history_item``
         (:205-227): developer messages and contextual user messages (AGENTS.md, environment
-        context) are dropped, real user messages, assistant messages and the compaction item kept,
-        and the session's initial context is inserted above the last real user message.
+        context, a loaded skill's ``<skill>`` body: ``common.contextual``) are dropped, real user
+        messages, assistant messages and the compaction item kept, and the session's initial
+        context is inserted above the last real user message.
 
         What the server answers is not public; the recorded rollout in ../shared/traces
         (codex__madshn-localpush, 0.104.0-alpha.1, the ``compacted`` record) shows it: every real
@@ -67,7 +68,7 @@ class RemoteCompaction:
         kept = [k for m in history if (k := remote_kept(m, answers=self.remote_keeps_answers)) is not None]
         item = text_user(summary.text or "(no summary available)", summary=True, opaque=True)
         if pending:  # pre-turn (InitialContextInjection::DoNotInject): the next turn re-injects it
-            context = () if any(contextual(m) for m in pending) else latest_initial_context(history)
+            context = () if any(initial_context_item(m) for m in pending) else latest_initial_context(history)
             after = ctx.replace((system, *kept, item, *context, *pending))
         else:  # mid-turn (BeforeLastUserMessage): above the last real user message
             context = latest_initial_context(history)

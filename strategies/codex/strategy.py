@@ -40,8 +40,7 @@ class Codex(CodexTrigger, LocalCompaction, RemoteCompaction, Strategy):
     Deviations: the compaction prompt is ours (same bullets); remote compaction is
     ``engine="remote"`` (``codex:remote``, ``codex:0.125-remote``, ``codex:0.140-remote``; see
     ``remote_compact``); a turn that ends without a follow-up is checked at the next turn's first
-    call, which is where Codex checks it too; not modelled: the 2026 local
-    ``InitialContextInjection`` placement, ghost snapshots, the full-window cap of the
+    call, which is where Codex checks it too; not modelled: ghost snapshots, the full-window cap of the
     ``BodyAfterPrefix`` scope (the default ``Total`` scope has none; the effective window is the
     replay's input limit), a server that reports reasoning as included (``X-Reasoning-Included``:
     then Codex adds no reasoning estimate; none of the recorded rollouts shows it), and the 2025
@@ -51,12 +50,16 @@ class Codex(CodexTrigger, LocalCompaction, RemoteCompaction, Strategy):
     truncation unit follows the model (bytes unless *-codex). Version 4: it follows the id the
     session used (``session.model.id`` keeps an alias such as gpt-5.1-codex). Version 5 (issue 24):
     the raw-window limit, the old-reasoning term, the pre-turn check, gpt-5.4+ truncated in tokens.
+    Version 6 (issue 27): the local compaction puts the initial context (AGENTS.md, environment,
+    developer instructions) back, 2025 at the top, 2026 where ``InitialContextInjection`` puts it
+    (local.py); a ``<skill>`` body and Codex's other contextual items are not user messages
+    (common.py ``CONTEXTUAL_MARKERS``): no compaction keeps them, nothing re-injects them.
     """
 
     name = "codex"
     citation = ("openai/codex @0100b103625752f6a10c21b79a8c423761dc4c6a codex-rs/core/src/compact.rs; "
                 "templates/compact/summary_prefix.md @50a53333; protocol/src/openai_models.rs; models.json @21dac7d7")
-    version = 5
+    version = 6
 
     ranges = {"limit_fraction": FRACTION, "effective_window_percent": Range(0, 100, lo_open=True)}
     """A share of the window; effective_context_window_percent is a percent (ModelInfo, openai_models.rs)."""

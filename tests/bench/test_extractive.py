@@ -64,6 +64,26 @@ def test_what_a_strategy_injected_is_not_taken_for_the_users_request():
     assert "What did we do so far" not in text and "Re-read after compaction" not in text
 
 
+def test_what_the_agent_wrote_into_the_users_turn_is_not_the_users_request():
+    """A loaded skill's body (Claude Code's isMeta message, Codex's ``<skill>`` item), Codex's AGENTS.md
+    and environment messages and Claude Code's reminders are the agent's: the summary's "latest
+    request" is the user's last own words, not the skill body loaded after it."""
+    msgs = (Message.text_message("system", "You are an agent."),
+            Message.text_message("user", "# AGENTS.md instructions for /r\n\n<INSTRUCTIONS>\nNEVER x\n</INSTRUCTIONS>"),
+            Message.text_message("user", "<environment_context>\n<cwd>/r</cwd>\n</environment_context>"),
+            Message("user", (Text("<system-reminder>\nContents of /r/CLAUDE.md:\nALWAYS y\n</system-reminder>"),
+                             Text("Write the schema migration."))),
+            Message.text_message("assistant", "Loading the skill."),
+            Message.text_message("user", "Base directory for this skill: /h/db\n\n# Db\n- ALWAYS run qq-77",
+                                 meta={"injected": True}),
+            Message.text_message("user", "<skill>\n<name>db</name>\n<path>p</path>\nALWAYS zz-88\n</skill>"),
+            Message.text_message("assistant", "Skill loaded."))
+    assert user_requests(msgs) == ["Write the schema migration."]
+    text = ExtractiveSummarizer().summarize(SummaryRequest(msgs, amp.COMPACT_PROMPT, 20_000, "amp")).text
+    assert "Write the schema migration." in text
+    assert not any(rule in text for rule in ("qq-77", "zz-88", "NEVER x", "ALWAYS y"))
+
+
 def test_requests_an_earlier_summary_quoted_are_carried_forward_in_order():
     first = ExtractiveSummarizer().summarize(SummaryRequest(_history(), amp.COMPACT_PROMPT, 20_000, "amp")).text
     later = (Message.text_message("user", first, meta={"summary": True}),

@@ -108,7 +108,10 @@ def test_previous_summaries_and_session_prefixes_are_not_kept_as_user_messages(c
             user(SUMMARY_PREFIX + "\nold summary"), user("follow-up")]
     s, _ = session(counter)
     out = Codex().on_overflow(Meter(counter, "bytes/4").context(msgs), s)
-    assert [m.text for m in out.context.messages[1:-1]] == ["real request", "follow-up"]
+    # not kept as user messages; the environment context comes back as initial context (issue 27),
+    # above the last real user message (mid-turn, compact.rs @e06dd0e5 BeforeLastUserMessage)
+    assert [m.text for m in out.context.messages[1:-1]] == [
+        "real request", "<environment_context>cwd=/x</environment_context>", "follow-up"]
 
 
 def test_2025_generation_rebuilds_one_history_bridge_message(counter):
