@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.context import MAX_PARAM, Range
+
 from strategies.claude_code.common import LINE_NUMBER, PLAN_DIR, SKILL_LEAD, SKILL_TRUNCATED
 from strategies.claude_code.v2_1 import Rules21
 from strategies.layered._common import CLEARED
@@ -75,6 +77,9 @@ class ClaudeCode(Rules21):
     """
 
     name = "claude-code"
+    ranges = {"autocompact_pct_override": Range(0, 100, lo_open=True),
+              "auto_compact_window": Range(0, MAX_PARAM, lo_open=True, hi_open=True)}
+    """The override is a percent, as the environment variable takes it; the window a positive size."""
     citation = "Claude Code services/compact/autoCompact.ts, compact.ts, prompt.ts; CHANGELOG.md @5cfc0a19; spec §4.1"
     version = 6
 
@@ -85,6 +90,15 @@ class ClaudeCode(Rules21):
     microcompact_marker: str | None = CLEARED
     autocompact_pct: float = 1.0
     autocompact_buffer: int = 13_000
+    auto_compact_window: int | None = None
+    """CLAUDE_CODE_AUTO_COMPACT_WINDOW (later also the ``autoCompactWindow`` setting): the window the
+    trigger is computed on is at most this many tokens (a 1M model held to 200K compacts at 167K);
+    None = the model's window. autoCompact.ts L33-47 (DroxKiwi/claude-code-leak-packaged @ fb1320d);
+    CHANGELOG L2334 (2.1.128) fixes "1M-context models with a smaller autocompact window"."""
+    autocompact_pct_override: float | None = None
+    """CLAUDE_AUTOCOMPACT_PCT_OVERRIDE, a percent in (0, 100]: the threshold becomes
+    min(floor(effective window × pct / 100), effective window − 13K), so it only ever compacts earlier
+    (autoCompact.ts L72-90 there). None = off, as the agent ships."""
     max_autocompact_failures: int | None = 3
     """MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES: 3 from 2.1.76 (L3485); None = retry every turn."""
     usage_count: bool = True

@@ -50,6 +50,46 @@ def test_threshold_is_window_less_reserve_less_13k(counter, variant, threshold):
     assert strategies.build(variant).autocompact_threshold(session(counter)) == threshold
 
 
+OPUS_1M = profile("claude-opus-4-6[1m]")  # 1M window, 128K max output
+
+
+@pytest.mark.parametrize(("variant", "model", "params", "threshold"), [
+    # CLAUDE_CODE_AUTO_COMPACT_WINDOW lowers the window before the reserve is taken off (autoCompact.ts L33-47)
+    ("claude-code", OPUS_1M, "", 967_000),
+    ("claude-code", OPUS_1M, "@auto_compact_window=200000", 167_000),
+    ("claude-code:2.0", OPUS_1M, "@auto_compact_window=200000", 155_000),
+    ("claude-code", SONNET, "@auto_compact_window=400000", 167_000),  # never raises the model's window
+    # CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: min(floor(effective x pct / 100), effective - 13K) (L72-90)
+    ("claude-code", SONNET, "@autocompact_pct_override=50", 90_000),
+    ("claude-code", SONNET, "@autocompact_pct_override=95", 167_000),  # only ever earlier
+    ("claude-code:2.0", SONNET, "@autocompact_pct_override=80", 134_400),
+    ("claude-code", OPUS_1M, "@auto_compact_window=200000,autocompact_pct_override=60", 108_000),
+])
+def test_autocompact_window_and_percent_override(counter, variant, model, params, threshold):
+    """The two user settings of the trigger, as autoCompact.ts computes them: the window cap applies
+    before the reserve, the percent is of the effective window and can only lower the threshold."""
+    strat = strategies.build(strategies.parse_spec(variant + params))
+    assert strat.autocompact_threshold(session(counter, model=model)) == threshold
+
+
+def test_a_1m_session_held_to_200k_compacts_where_the_plain_one_does_not(counter):
+    """A 1M-window session (the recorded 2.1.108 one reaches 414K without compacting) compacts at
+    167K once the window is capped at 200K, and not before."""
+    for prompt, capped, plain in ((166_000, False, False), (168_000, True, False)):
+        for params, expected in (("@auto_compact_window=200000", capped), ("", plain)):
+            ctx, sess = trace_at(counter, prompt)
+            sess = session(counter, model=OPUS_1M, last_usage=sess.last_usage)
+            out = strategies.build(strategies.parse_spec("claude-code" + params)).before_call(ctx, sess)
+            assert (out is not None and out.events[-1].kind == "summarize") is expected, (prompt, params)
+
+
+def test_percent_override_out_of_range_is_refused():
+    with pytest.raises(strategies.StrategyError, match="autocompact_pct_override"):
+        strategies.build(strategies.parse_spec("claude-code@autocompact_pct_override=150"))
+    with pytest.raises(strategies.StrategyError, match="auto_compact_window"):
+        strategies.build(strategies.parse_spec("claude-code@auto_compact_window=0"))
+
+
 def trace_at(counter, prompt: int, output: int = 500):
     msgs = [Message.text_message("system", "s"), Message.text_message("user", "go"), *step(1, "Bash", "x" * 400),
             Message.text_message("assistant", "next"), Message.text_message("user", "more")]
