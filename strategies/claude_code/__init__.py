@@ -9,7 +9,8 @@ range is ``strategies.versions.GENERATIONS``; the variants differ by the field d
 
 - ``v1_0``  (``claude-code:1.0``, 1.0.x): the trigger (window - reserve - 13K on the last usage
   plus an estimate of what is newer) and the attachments (files, todo list, plan file);
-- ``v2_0``  (``claude-code:2.0``, [1.1, 2.1.21)): invoked skills can be re-injected;
+- ``v2_0``  (``claude-code:2.0``, [1.1, 2.1.17); ``claude-code:2.1.17``, [2.1.17, 2.1.21), adds the
+  legacy microcompact, ``microcompact.legacy_microcompact``): invoked skills can be re-injected;
 - ``v2_1``  (``claude-code:2.1.21`` ... ``claude-code``): the reserve capped at 20K (2.1.21), the
   circuit breaker (2.1.76), thrash detection (2.1.89), the reactive cut (2.1.142);
 - ``common``: the file-state cache the attachments come from.
@@ -118,5 +119,9 @@ class ClaudeCode(Rules21):
     restore_skills_total: int = 25_000
     restore_todos: bool = True
     restore_plan: bool = True
+    legacy_microcompact: bool = False
+    """Claude Code 2.1.17-2.1.22's microcompact, modelled (``microcompact.legacy_microcompact``): over the
+    warning threshold, the outputs older than the newest 40K tokens cleared when that saves 20K. On in
+    the ``claude-code:2.1.17`` generation; the recorded boundaries are honoured besides."""
     honour_microcompact: bool = True
     """Clear the tool outputs the transcript records Claude Code clearing (``microcompact``)."""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from bench.context import Context, Message, Outcome
 from strategies._tools import text_user
 from strategies.claude_code.common import _FileKnowledge, _numbered
-from strategies.claude_code.microcompact import recorded_microcompact
+from strategies.claude_code.microcompact import legacy_microcompact, recorded_microcompact
 from strategies.layered.five_layer import FiveLayer
 
 if TYPE_CHECKING:
@@ -75,13 +75,24 @@ class Rules10(FiveLayer):
 
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
-        """A microcompact the transcript records runs first (``microcompact``), then the checks."""
+        """A microcompact the transcript records runs first (``microcompact``), then the modelled
+        legacy one where the generation ran it (``legacy_microcompact``), then the checks. The
+        autocompact check still counts from the last usage, cleared or not (as Claude Code did)."""
+        events = []
         done = recorded_microcompact(ctx) if self.honour_microcompact else None
-        if done is None:
-            return super().before_call(ctx, session)
-        ctx, ev = done
+        if done is not None:
+            ctx, ev = done
+            events.append(ev)
+        if self.legacy_microcompact:
+            count = self.count(ctx, session, "usage_stale" not in session.state)
+            done = legacy_microcompact(ctx, count, self.autocompact_threshold(session))
+            if done is not None:
+                ctx, ev = done
+                events.append(ev)
         rest = super().before_call(ctx, session)
-        return Outcome(ctx, (ev,)) if rest is None else replace(rest, events=(ev, *rest.events))
+        if not events:
+            return rest
+        return Outcome(ctx, tuple(events)) if rest is None else replace(rest, events=(*events, *rest.events))
 
     def _restored(self, session: Session, history: Sequence[Message] = ()) -> list[Message]:
         know: _FileKnowledge = session.state.setdefault("cc_files", _FileKnowledge())
