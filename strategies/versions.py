@@ -43,9 +43,13 @@ GENERATIONS: tuple[Generation, ...] = (
     Generation("claude-code", "claude-code:1.0", None, (1, 1),
                "Claude Code 1.0.x: window - 32K - 13K = 155K as :2.0 (the recorded 1.0.53 session compacted "
                "between 152,519 and 154,669 + ~1.5K; medium confidence); no skills yet (2.0.20, CHANGELOG L4954)"),
-    Generation("claude-code", "claude-code:2.0", (1, 1), (2, 1, 21),
+    Generation("claude-code", "claude-code:2.0", (1, 1), (2, 1, 17),
                "window - 32K (Claude Code's max-output setting, uncapped) - 13K = 155K on 200K: every recorded "
                "2.0.76-2.1.20 auto compaction fired there; the cap came in 2.1.21 (CHANGELOG L4238)"),
+    Generation("claude-code", "claude-code:2.1.17", (2, 1, 17), (2, 1, 21),
+               "+ the legacy microcompact over the warning threshold (strategies/claude_code/microcompact.py): "
+               "the 2.1.17-2.1.22 sessions record it, the 2.1.7 one would have run it at call 48 and shows no "
+               "drop; no CHANGELOG entry either way"),
     Generation("claude-code", "claude-code:2.1.21", (2, 1, 21), (2, 1, 76),
                "window - min(max output, 20K) - 13K = 167K (CHANGELOG 2.1.21 L4238; the 2.1.22 session reached "
                "155,808 without compacting, the 2.1.36-2.1.42 ones compacted at 167K); no circuit breaker yet"),

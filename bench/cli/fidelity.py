@@ -141,13 +141,15 @@ def conformance(traces: Any, *, model: str | None = None) -> list[dict]:
             continue
         version = trace.meta.get("version") or trace.meta.get("cli_version")
         g = groups.setdefault((trace.agent, str(version) if version else "unrecorded", name),
-                              {"sessions": 0, "recorded": 0, "deltas": [], "ratios": [], "spurious": 0})
+                              {"sessions": 0, "recorded": 0, "deltas": [], "ratios": [], "spurious": 0,
+                               "unmeasured": 0})
         g["sessions"] += 1
         auto = [r for r in table if r["trigger"] != "manual" and r["recorded_call"] > 0]
         g["recorded"] += len(auto)
         g["deltas"] += [None if r["call_delta"] is None else abs(r["call_delta"]) for r in auto]
         g["ratios"] += [r["replayed_post"] / r["recorded_post"] for r in auto
                         if r["replayed_post"] is not None and r["recorded_post"]]
+        g["unmeasured"] += sum(1 for r in auto if not r["recorded_post"])
         g["spurious"] += int(not table and fired > 0 and trace.agent in LOGS_COMPACTIONS)
     out = []
     for (agent, version, name), g in sorted(groups.items(), key=lambda kv: (kv[0][0], parse_version(kv[0][1])
@@ -161,8 +163,16 @@ def conformance(traces: Any, *, model: str | None = None) -> list[dict]:
             "within_post": sum(1 for r in g["ratios"] if abs(r - 1) <= POST_TOLERANCE),
             "median_post_ratio": round(statistics.median(g["ratios"]), 3) if g["ratios"] else None,
             "spurious": g["spurious"],
+            "post_unmeasured": g["unmeasured"],
         })
     return out
+
+
+UNMEASURED_WHY = {
+    "copilot-cli": "its events.jsonl records token counts only at a compaction (compaction_start, "
+                   "compaction_complete), no prompt size of any call after it",
+}
+"""Why an agent's log gives no recorded size after a compaction (``post_unmeasured``), one line each."""
 
 
 def worse(table: list[dict], floor: list[dict]) -> list[str]:
@@ -196,6 +206,11 @@ def format_table(table: list[dict]) -> str:
                  f"within tolerance (±1 call Claude Code, ±2 others), {sum(r['within_post'] for r in table)} "
                  f"with the context after within ±15%; {sum(r['spurious'] for r in table)} sessions compacted "
                  "by the replay but never by the agent")
+    for r in table:
+        if r.get("post_unmeasured"):
+            why = UNMEASURED_WHY.get(r["agent"], "its log records no prompt size of any call after the compaction")
+            lines.append(f"{r['agent']} {r['version']}: the size after {r['post_unmeasured']} compaction(s) is not "
+                         f"measurable: {why}")
     return "\n".join(lines)
 
 
@@ -292,6 +307,6 @@ def _write(path: Path, table: list[dict]) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=TABLE_COLUMNS)
+        w = csv.DictWriter(f, fieldnames=TABLE_COLUMNS, extrasaction="ignore")
         w.writeheader()
         w.writerows(table)

@@ -42,6 +42,16 @@ provider's count of every message can be read off the usage itself:
   counted in ``notes``. Claude keeps thinking blocks on the recorded sessions (no such drop in
   the Claude Code usage), so nothing is dropped there; Claude Code transcripts keep a streaming
   snapshot of ``output_tokens`` (1-8), so Claude answers are split in proportion instead.
+- A Claude prompt below what was held (Claude Code only; Claude keeps its thinking, so no provider
+  drop): the agent took tool outputs out itself (its microcompact, issue 24). The loss is taken
+  off the outputs it clears, from that call on (``persistent``/``dropped_at``): those a
+  ``microcompact_boundary`` names first, then the oldest Read/Bash/Grep/Glob/Web*/Edit/Write
+  outputs (``_cleared_by_agent``); the new step gets its own size at the ratio. Before, the loss was
+  charged to the messages that followed (counted as nothing until the prompt grew back), which a
+  strategy that clears those outputs itself paid twice (the 2.1.17 session: 42.5K at call 29 with
+  no record, 25K at calls 44 and 74). Resumed sessions (``/exit``, then ``--resume``) also send a
+  few K less (2.1.1: 4K, 2.1.7: 13.6K, 2.1.37: 1.2K): taken off the oldest outputs the same way,
+  which leaves every prompt before the first compaction where it was.
 - A call without usage: its step is merged into the next call that has usage.
 - Codex reports cached ⊂ input (OpenAI semantics); the importer converts to ``Usage`` (cached
   apart), so ``prompt_tokens`` is the whole prompt either way.
@@ -94,6 +104,43 @@ def drops_reasoning(trace: Trace) -> bool:
     """OpenAI reasoning models drop earlier turns' reasoning items (Codex's Responses API)."""
     model = (trace.model or "").lower()
     return trace.agent == "codex" or model.startswith(("gpt-5", "o1", "o3", "o4"))
+
+
+MICROCOMPACTED = frozenset({"read", "bash", "grep", "glob", "websearch", "webfetch", "edit", "write"})
+"""The tools whose outputs Claude Code's microcompact clears (strategies/claude_code/microcompact.py)."""
+
+
+def _cleared_by_agent(msgs: tuple[Message, ...], held: list[int], pending: list[int], counts: list[int | None],
+                      persistent: list[int | None], dropped_at: list[int | None], deficit: int) -> dict[int, int]:
+    """What a Claude prompt lost below what was held (Claude keeps its thinking, so the agent removed it):
+    tokens to take off each held message, from this call on, up to ``deficit``.
+
+    Claude Code's microcompact clears old tool outputs. The outputs the transcript names
+    (``meta["microcompact"]`` on the messages since the last call: a ``microcompact_boundary``) go
+    first; what is left is taken off the oldest outputs of the tools it clears, whole, oldest first
+    (its order; 2.1.17 cleared outputs without a record: strategies/claude_code/microcompact.py).
+    A replayed strategy that clears the same outputs rewrites them, so nothing is taken twice;
+    before, the loss was charged to the messages that came next (counted as nothing until the
+    prompt grew back), which a strategy that clears them itself paid twice."""
+    named = {i for j in pending for i in msgs[j].meta.get("microcompact", ())}
+    tools = {u.id: u.name.lower() for j in held if msgs[j].role == "assistant" for u in msgs[j].tool_uses}
+    first, rest = [], []
+    for j in held:
+        m = msgs[j]
+        if m.role != "user" or dropped_at[j] is not None or not m.tool_results or not counts[j]:
+            continue
+        ids = {r.tool_use_id for r in m.tool_results}
+        if ids & named:
+            first.append(j)
+        elif all(tools.get(i) in MICROCOMPACTED for i in ids):
+            rest.append(j)
+    out: dict[int, int] = {}
+    for j in (*first, *rest):
+        if deficit <= 0:
+            break
+        take = min(counts[j] or 0, deficit)
+        out[j], deficit = take, deficit - take
+    return out
 
 
 def _split(total: int, weights: list[int]) -> list[int]:
@@ -238,6 +285,14 @@ def attribute(trace: Trace, counter: TokenCounter, *, fallback_ratio: float = 1.
                         pool.remove(j)
                 deficit -= sum(taken)
                 present -= sum(taken)
+        if not drop and trace.agent == "claude-code" and held and prompt - overhead < present:
+            taken = _cleared_by_agent(msgs, held, pending, counts, persistent, dropped_at, deficit)
+            for j, take in taken.items():
+                persistent[j], dropped_at[j] = (counts[j] or 0) - take, call
+            present -= sum(taken.values())
+            notes.append(f"call {call}: prompt {prompt} is {present + sum(taken.values()) + overhead - prompt} "
+                         f"tokens below the messages already held: {sum(taken.values())} taken off "
+                         f"{len(taken)} tool outputs the agent cleared (Claude Code's microcompact)")
         target = prompt - overhead - present
         rest = target - sum(fixed.values())
         if rest < 0:

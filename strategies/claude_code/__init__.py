@@ -9,7 +9,8 @@ range is ``strategies.versions.GENERATIONS``; the variants differ by the field d
 
 - ``v1_0``  (``claude-code:1.0``, 1.0.x): the trigger (window - reserve - 13K on the last usage
   plus an estimate of what is newer) and the attachments (files, todo list, plan file);
-- ``v2_0``  (``claude-code:2.0``, [1.1, 2.1.21)): invoked skills can be re-injected;
+- ``v2_0``  (``claude-code:2.0``, [1.1, 2.1.17); ``claude-code:2.1.17``, [2.1.17, 2.1.21), adds the
+  legacy microcompact, ``microcompact.legacy_microcompact``): invoked skills can be re-injected;
 - ``v2_1``  (``claude-code:2.1.21`` ... ``claude-code``): the reserve capped at 20K (2.1.21), the
   circuit breaker (2.1.76), thrash detection (2.1.89), the reactive cut (2.1.142);
 - ``common``: the file-state cache the attachments come from.
@@ -37,6 +38,8 @@ Not modelled: background-agent status, deferred-tool and MCP re-announcements (s
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from bench.context import MAX_PARAM, Range
 
 from strategies.claude_code.common import LINE_NUMBER, PLAN_DIR, SKILL_LEAD, SKILL_TRUNCATED
 from strategies.claude_code.v2_1 import Rules21
@@ -75,6 +78,9 @@ class ClaudeCode(Rules21):
     """
 
     name = "claude-code"
+    ranges = {"autocompact_pct_override": Range(0, 100, lo_open=True),
+              "auto_compact_window": Range(0, MAX_PARAM, lo_open=True, hi_open=True)}
+    """The override is a percent, as the environment variable takes it; the window a positive size."""
     citation = "Claude Code services/compact/autoCompact.ts, compact.ts, prompt.ts; CHANGELOG.md @5cfc0a19; spec §4.1"
     version = 6
 
@@ -85,6 +91,15 @@ class ClaudeCode(Rules21):
     microcompact_marker: str | None = CLEARED
     autocompact_pct: float = 1.0
     autocompact_buffer: int = 13_000
+    auto_compact_window: int | None = None
+    """CLAUDE_CODE_AUTO_COMPACT_WINDOW (later also the ``autoCompactWindow`` setting): the window the
+    trigger is computed on is at most this many tokens (a 1M model held to 200K compacts at 167K);
+    None = the model's window. autoCompact.ts L33-47 (DroxKiwi/claude-code-leak-packaged @ fb1320d);
+    CHANGELOG L2334 (2.1.128) fixes "1M-context models with a smaller autocompact window"."""
+    autocompact_pct_override: float | None = None
+    """CLAUDE_AUTOCOMPACT_PCT_OVERRIDE, a percent in (0, 100]: the threshold becomes
+    min(floor(effective window × pct / 100), effective window − 13K), so it only ever compacts earlier
+    (autoCompact.ts L72-90 there). None = off, as the agent ships."""
     max_autocompact_failures: int | None = 3
     """MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES: 3 from 2.1.76 (L3485); None = retry every turn."""
     usage_count: bool = True
@@ -104,5 +119,9 @@ class ClaudeCode(Rules21):
     restore_skills_total: int = 25_000
     restore_todos: bool = True
     restore_plan: bool = True
+    legacy_microcompact: bool = False
+    """Claude Code 2.1.17-2.1.22's microcompact, modelled (``microcompact.legacy_microcompact``): over the
+    warning threshold, the outputs older than the newest 40K tokens cleared when that saves 20K. On in
+    the ``claude-code:2.1.17`` generation; the recorded boundaries are honoured besides."""
     honour_microcompact: bool = True
     """Clear the tool outputs the transcript records Claude Code clearing (``microcompact``)."""

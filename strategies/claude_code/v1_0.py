@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 from bench.context import Context, Message, Outcome
 from strategies._tools import text_user
 from strategies.claude_code.common import _FileKnowledge, _numbered
-from strategies.claude_code.microcompact import recorded_microcompact
+from strategies.claude_code.microcompact import legacy_microcompact, recorded_microcompact
 from strategies.layered.five_layer import FiveLayer
 
 if TYPE_CHECKING:
@@ -32,11 +33,28 @@ class Rules10(FiveLayer):
     """The trigger and the attachments (fields are declared on ``ClaudeCode``)."""
 
     def effective_window(self, session: Session) -> int:
+        """The window less the reserve; ``auto_compact_window`` (CLAUDE_CODE_AUTO_COMPACT_WINDOW) first
+        lowers the window to at most its value, never raises it (autoCompact.ts
+        ``getEffectiveContextWindowSize``, L33-47 in DroxKiwi/claude-code-leak-packaged @ fb1320d)."""
         model = session.model
+        window = model.context_window
+        if self.auto_compact_window is not None and self.auto_compact_window > 0:
+            window = min(window, self.auto_compact_window)
         if not self.reserve_summary_output:
-            return model.context_window
+            return window
         cap = self.summary_max_tokens if self.reserve_cap is None else self.reserve_cap
-        return model.context_window - min(model.max_output, cap)
+        return window - min(model.max_output, cap)
+
+    def autocompact_threshold(self, session: Session) -> int:
+        """Effective window − 13K; ``autocompact_pct_override`` (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE, a percent
+        in (0, 100]) can only lower it: min(floor(effective × pct / 100), effective − 13K)
+        (autoCompact.ts ``getAutoCompactThreshold``, L72-90 there). Without the override the threshold is
+        FiveLayer's, whose ``autocompact_pct`` is 1.0 for every Claude Code generation."""
+        threshold = super().autocompact_threshold(session)
+        pct = self.autocompact_pct_override
+        if pct is None or not 0 < pct <= 100:
+            return threshold
+        return min(math.floor(self.effective_window(session) * pct / 100), threshold)
 
 
     def count(self, ctx: Context, session: Session, fresh: bool) -> int:
@@ -57,13 +75,24 @@ class Rules10(FiveLayer):
 
 
     def before_call(self, ctx: Context, session: Session) -> Outcome | None:
-        """A microcompact the transcript records runs first (``microcompact``), then the checks."""
+        """A microcompact the transcript records runs first (``microcompact``), then the modelled
+        legacy one where the generation ran it (``legacy_microcompact``), then the checks. The
+        autocompact check still counts from the last usage, cleared or not (as Claude Code did)."""
+        events = []
         done = recorded_microcompact(ctx) if self.honour_microcompact else None
-        if done is None:
-            return super().before_call(ctx, session)
-        ctx, ev = done
+        if done is not None:
+            ctx, ev = done
+            events.append(ev)
+        if self.legacy_microcompact:
+            count = self.count(ctx, session, "usage_stale" not in session.state)
+            done = legacy_microcompact(ctx, count, self.autocompact_threshold(session))
+            if done is not None:
+                ctx, ev = done
+                events.append(ev)
         rest = super().before_call(ctx, session)
-        return Outcome(ctx, (ev,)) if rest is None else replace(rest, events=(ev, *rest.events))
+        if not events:
+            return rest
+        return Outcome(ctx, tuple(events)) if rest is None else replace(rest, events=(*events, *rest.events))
 
     def _restored(self, session: Session, history: Sequence[Message] = ()) -> list[Message]:
         know: _FileKnowledge = session.state.setdefault("cc_files", _FileKnowledge())

@@ -1,4 +1,5 @@
-"""Claude Code 2.0 up to 2.1.20 (registry ``claude-code:2.0``): the 1.0 rules, plus invoked skills.
+"""Claude Code 2.0 up to 2.1.20 (registry ``claude-code:2.0``; from 2.1.17 ``claude-code:2.1.17``, the same
+with the legacy microcompact, strategies/claude_code/microcompact.py): the 1.0 rules, plus invoked skills.
 
 - Trigger unchanged: reserve = Claude Code's max-output setting, 32K, uncapped (``reserve_cap=
   32_000``) -> 155,000 on 200K. Data: every recorded 2.0.76-2.1.20 auto compaction fired there.
