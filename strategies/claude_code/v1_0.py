@@ -6,6 +6,10 @@
   call at 154,669 with the one before at 152,519, a threshold in (~154.0K, ~156.0K].
 - Count: the last API usage (input incl. cache, plus output) + chars/4 x 4/3 for newer messages,
   checked before each call (spec/strategies.md §4.1, services/compact/autoCompact.ts as published).
+- The user context (the CLAUDE.md contents in a ``<system-reminder>``) is not part of the stored
+  history: Claude Code prepends it to the messages of every request (``prependUserContext``,
+  src/query.ts L622 and src/utils/api.ts L419 in DroxKiwi/claude-code-leak-packaged @ fb1320d), so
+  it is there again after every compaction (``_compact`` puts it back at the head).
 - Kept after compacting: files re-read (the June 2025 bundle: up to 1e4 tokens each in 1.0.x,
   5K later), the todo list (1.0.11, CHANGELOG L5520) and the plan file; no skills yet (2.0.20,
   L4954: ``v2_0``).
@@ -19,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from bench.context import Context, Message, Outcome
+from bench.context import Context, Event, Message, Outcome, Text, event
 from strategies._tools import text_user
 from strategies.claude_code.common import _FileKnowledge, _numbered
 from strategies.claude_code.microcompact import legacy_microcompact, recorded_microcompact
@@ -27,6 +31,21 @@ from strategies.layered.five_layer import FiveLayer
 
 if TYPE_CHECKING:
     from bench.context import Session
+
+
+USER_CONTEXT_LEAD = "<system-reminder>\nAs you answer the user's questions, you can use the following context:"
+"""How the user context Claude Code prepends to every request opens (src/utils/api.ts, ``prependUserContext``)."""
+
+
+def user_context(messages: Sequence[Message]) -> str | None:
+    """The user-context reminder at the head of the history (the first user message's text block
+    that opens with ``USER_CONTEXT_LEAD``), or None. Only the first user message is looked at: the
+    agent puts it nowhere else."""
+    for m in messages:
+        if m.role == "user":
+            return next((b.text for b in m.blocks if isinstance(b, Text) and b.text.startswith(USER_CONTEXT_LEAD)),
+                        None)
+    return None
 
 
 class Rules10(FiveLayer):
@@ -93,6 +112,22 @@ class Rules10(FiveLayer):
         if not events:
             return rest
         return Outcome(ctx, tuple(events)) if rest is None else replace(rest, events=(*events, *rest.events))
+
+    def _compact(self, ctx: Context, session: Session, label: str) -> tuple[Context, list[Event]] | None:
+        """The summary and attachments (``FiveLayer``), then the user context at the head again."""
+        out = super()._compact(ctx, session, label)
+        reminder = user_context(ctx.messages)
+        if out is None or reminder is None:
+            return out
+        compacted, events = out
+        head = 1 if ctx.system else 0
+        if user_context(compacted.messages) is not None:
+            return out  # kept (a strategy that keeps the first turn)
+        after = compacted.replace((*compacted.messages[:head], text_user(reminder, synthetic=True),
+                                   *compacted.messages[head:]))
+        events.append(event("reinject", compacted, after, touched=1,
+                            detail="the user context (CLAUDE.md) sent ahead of the messages again"))
+        return after, events
 
     def _restored(self, session: Session, history: Sequence[Message] = ()) -> list[Message]:
         know: _FileKnowledge = session.state.setdefault("cc_files", _FileKnowledge())

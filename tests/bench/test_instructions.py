@@ -206,3 +206,41 @@ def test_the_report_table_shows_the_rule_columns_only_when_the_run_has_rules():
     shown = table_html(totals)
     assert "instruction rules kept" in shown and "80.0%" in shown and "skill rules kept" in shown
     assert "instruction rules kept" not in table_html(totals.assign(instructions=float("nan")))
+
+
+def claude_md_session(steps: int = 60) -> Trace:
+    """The CLAUDE.md reminder heading the first user turn (where the synthetic layout puts the user
+    context Claude Code sends), then enough large outputs to cross a 200K window."""
+    rules = sr.draw_rules(__import__("random").Random(11), 3)
+    reminder = sr.claude_md_reminder("/h/proj/CLAUDE.md", "\n".join(f"- {r.text}" for r in rules))
+    msgs = [Message.text_message("system", "You are a coding agent."),
+            Message("user", (Text(reminder), Text("Please tidy the build scripts."))),
+            Message.text_message("assistant", "On it."),
+            Message.text_message("user", "Good, now run the checks.")]  # the latest request is not the first turn
+    for k in range(steps):
+        out = "\n".join(f"step {k} row {j}: status ok, nothing to report" for j in range(500))
+        msgs += [Message("assistant", (Text(f"Check {k}."), ToolUse(f"b{k}", "Bash", {"command": f"check {k}"}))),
+                 Message("user", (ToolResult(f"b{k}", out),))]
+    msgs.append(Message.text_message("assistant", "Done."))
+    needles = tuple(Needle(f"rule-{i}", "instruction", r.text, r.question, r.answer, 1) for i, r in enumerate(rules))
+    return Trace("claude-md-session", tuple(msgs), agent="claude-code", needles=needles)
+
+
+@pytest.mark.parametrize("variant", ["claude-code", "claude-code:2.0", "claude-code:1.0"])
+def test_claude_code_sends_the_claude_md_context_again_after_every_compaction(variant):
+    """Claude Code prepends the user context (CLAUDE.md in a system reminder) to the messages of every
+    request and never stores it in the history (prependUserContext: src/query.ts L622, src/utils/api.ts
+    L419 in DroxKiwi/claude-code-leak-packaged @ fb1320d), so every generation has the rules after a
+    compaction whatever the summary says; a strategy that summarizes the first turn away (opencode) has
+    lost them with a summary that quotes nothing."""
+    trace = claude_md_session()
+    for name, kept in ((variant, True), ("opencode", False)):
+        result = replay(trace, strategies.build(name), ReplayConfig(profile("claude-sonnet-4-5")),
+                        counter=TokenCounter(), summarizer=Terse(),
+                        observers=(needle_observer(trace, strategy=name),))
+        after = [p for p in result.probes if p["moment"] == "compaction"]
+        assert after, f"{name} never compacted"
+        assert all(p["retained"] is kept for p in after), name
+    events = [e for e in replay(trace, strategies.build(variant), ReplayConfig(profile("claude-sonnet-4-5")),
+                                counter=TokenCounter(), summarizer=Terse()).events if e.kind == "reinject"]
+    assert any("user context" in e.detail for e in events)
