@@ -433,3 +433,23 @@ def test_a_long_tool_chain_recompresses_the_snapshot_on_every_call_as_the_cli_do
         ctx = out.context.append(*tool_round(100 + call, 200))
     assert all(after >= before - 50 for before, after in sizes)  # the context does not shrink
     assert all(UPDATE_SNAPSHOT in r.prompt for r in stub.requests[::1 if name.endswith("2025") else 2])
+
+
+def test_the_compression_request_is_billed_without_the_agents_prefix():
+    """The CLI asks with the compression prompt as the system instruction and no tools
+    (chatCompressionService.ts l.361-407, baseLlmClient.ts l.256-351 @5411f113): a summarizer call
+    costs the compressed history, not the agent's ~25K of system prompt and tool schemas as well."""
+    from bench.replay.loop import ReplayConfig, replay
+    from bench.replay.provider import ProviderView, shipped_counts
+    from bench.run.runner import shared_counter
+    from traces.synthetic import generate
+
+    trace = generate("short", seed=0)
+    counter = shared_counter(trace, shipped_counts(trace, TokenCounter(), model="claude-sonnet-4-5",
+                                                   truth="provider"))
+    overhead = ProviderView(trace, counter).overhead_at(0)
+    for name in ("gemini-cli@threshold=0.1", "gemini-cli:2025@threshold=0.1"):
+        result = replay(trace, strategies.build(name), ReplayConfig(SONNET), counter=counter)
+        calls = [c for c in result.calls if c.kind == "summarizer"]
+        assert overhead > 10_000 and calls
+        assert all(c.prompt_tokens < overhead for c in calls)  # a history of a few thousand tokens
