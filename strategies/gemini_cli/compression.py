@@ -129,6 +129,15 @@ class GeminiCli(OutputMasking, HistoryTruncation, Strategy):
     budget came with 08c32f72 (2026-01-18) and the verification call with 1182168b (2026-01-20);
     ``gemini-cli:2025`` is the July-October 2025 generation (0.7, neither of those, five-section prompt).
 
+    Re-compression on every call is the CLI's own behaviour, kept (issue 27): once the tool chain since
+    the newest user prompt is itself over the threshold, that prompt is the only split point left
+    (a function response is none, l.60-100), so each request re-summarizes the snapshot and its
+    "Got it" into a snapshot of the same size; the new history is under the last prompt's count (which
+    also holds the system prompt and tools), so the status is COMPRESSED and
+    hasFailedCompressionAttempt stays false (l.462-481; client.ts l.1217-1238). Reported upstream as
+    google-gemini/gemini-cli#16213 (open); the fix proposed in PR #23946 (a per-turn flag, a "still
+    above threshold" refusal) is not in the cited commit.
+
     Deviations: ``token_limit`` None means the replayed model's window (Gemini's table gives 1,048,576 to
     every model it knows, unknown ones included, which would never fire on a 200K model); the split
     counts approximate JSON characters of our blocks; the environment-context turn the CLI puts first
@@ -140,7 +149,7 @@ class GeminiCli(OutputMasking, HistoryTruncation, Strategy):
 
     name = "gemini-cli"
     citation = SRC
-    version = 5
+    version = 6
     """2: a call followed by an empty assistant message is not compressed away from its result.
     3: nor one followed by an empty user message. 4: the CLI's character estimates where it uses
     them: the tool-output budget at 0.25 token an ASCII character, as the cited commit does (version
@@ -154,7 +163,16 @@ class GeminiCli(OutputMasking, HistoryTruncation, Strategy):
     call's result waits (found by the slow contract suite once compressions were no longer refused).
     5: tool-output masking (``mask``: toolOutputMaskingService.ts, every send after the compression
     check), which version 4 left out; a function response is taken as ``{output: content}`` (an
-    error one as well), and the path a masked output names is a stand-in (``MASK_DIR``)."""
+    error one as well), and the path a masked output names is a stand-in (``MASK_DIR``).
+    6: the compression request billed without the agent's fixed overhead (``summary_overhead``)."""
+    summary_overhead = False
+    """The compression request is the history, the instruction and the compression prompt as its system
+    instruction, with no tools: ``config.getBaseLlmClient().generateContent`` (SRC l.361-407; core/
+    baseLlmClient.ts l.256-351 @5411f113 puts only the given systemInstruction in the request), in 2025
+    ``getContentGenerator().generateContent`` with ``systemInstruction`` getCompressionPrompt()
+    (core/client.ts tryCompressChat @a3fe9279). Not the agent's system prompt or tool schemas:
+    billed without the fixed overhead (version 6; version 5 billed each summarizer call ~25K
+    tokens of the agent's prefix, which the re-compression loop of a long tool chain paid every call)."""
 
     ranges = {"threshold": FRACTION, "preserve": Range(0, 1, hi_open=True)}
     """compressionThreshold is a fraction of the model's token limit; COMPRESSION_PRESERVE_THRESHOLD a share

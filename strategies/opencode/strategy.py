@@ -75,12 +75,24 @@ class OpenCode(OpenCodeTrigger, Prune, TailCompaction, Strategy):
     Both were found by the slow contract suite (``empty_messages``, ``empty_assistant_between``).
     Version 5: nor is an empty user message the request a summary quotes (``latest_human_text``;
     version 4 quoted nothing when one came after the real request).
+    Version 6 (issue 27): an overflow compaction replays the last user *message*, not its turn.
+    compaction.ts @3df4a255 ``processCompaction``, the ``input.overflow`` branch: ``replay`` holds that
+    message's info and parts and ``messages`` is cut before it, and the replay is a new user message
+    with those parts, after the summary; the turn's assistant messages (calls, results) stay where
+    they were, before the compaction message, and message-v2.ts ``filterCompacted`` stops at the
+    compaction message unless its ``tail_start_id`` reaches back further. So with no tail kept
+    (classic and 1.4 always, tail when no turn fits the budget) the model sees system, question,
+    summary and the request; version 5 replayed the whole turn, whose outputs had overflowed the
+    window, so the next call overflowed again (``make bench`` logs: 267K → 262K, then a second
+    compaction). With a tail, the turn stays in it (filterCompacted keeps tail … compaction message),
+    as here; the duplicate of the request OpenCode appends after the summary is not added. A call
+    still waiting for its result (a log artifact) keeps the whole turn, as before.
     """
 
     name = "opencode"
     citation = ("sst/opencode packages/opencode/src/session/compaction.ts @3df4a25506fb (tail) and classic "
                 "fork snapshots; session/overflow.ts @31e22f65e; provider/transform.ts @47767a7c")
-    version = 5
+    version = 6
     summary_overhead = False
     """The compaction agent has its own system prompt and no tools (strategies.md §1.4): the summary request
     does not carry the agent's fixed overhead. Version 3: billed so."""
@@ -155,7 +167,14 @@ class OpenCode(OpenCodeTrigger, Prune, TailCompaction, Strategy):
         rebuilt = done.context.messages
         if rebuilt and rebuilt[-1].meta.get("synthetic") and msgs[last].role == "user":
             rebuilt = rebuilt[:-1]  # the replayed user turn takes the continue message's place
-        after = ctx.replace((*rebuilt, *msgs[last:]))
+        replay = msgs[last:]
+        kept_tail = len(rebuilt) > 3  # system, question, summary, [tail]
+        if replayed == "last user turn" and not kept_tail and waiting_from(msgs) == len(msgs):
+            # only the request is replayed: the turn's calls and results are older than the
+            # compaction message and no tail reaches back to them (version 6)
+            replay = msgs[last:last + 1]
+            replayed = "last user message"
+        after = ctx.replace((*rebuilt, *replay))
         ev = done.events[0]
         return Outcome(after, (event("summarize", ctx, after, touched=ev.messages_touched,
                                      summary_tokens=ev.summary_tokens, detail=f"{ev.detail}: overflow, "

@@ -399,3 +399,57 @@ def test_masking_runs_after_a_compression_in_the_same_call(counter):
     s = session(counter, 600_000, window=1_048_576)
     out = GeminiCli(function_response_budget=None, verify=False).before_call(Meter(counter, "truth").context(msgs), s)
     assert [e.kind for e in out.events] == ["summarize", "mask"]
+
+
+@pytest.mark.parametrize("name", ["gemini-cli", "gemini-cli:2025"])
+def test_a_long_tool_chain_recompresses_the_snapshot_on_every_call_as_the_cli_does(counter, name):
+    """A true property of the CLI, not of this replay (issue 27; google-gemini/gemini-cli#16213, open,
+    "compress every turn but fails to reduce context size"; PR #23946, open, not in 5411f113).
+
+    After a compression the history is snapshot, "Got it", the kept 30% starting at a user prompt.
+    While the agent works through a long chain of tool calls there is no newer prompt, and a function
+    response is no split point (findCompressSplitPoint l.60-100 @5411f113): once the chain since that
+    prompt alone is over the threshold, the only split left is that prompt, so each call re-summarizes
+    the snapshot and its "Got it". The new history is not larger than the last prompt's count (that
+    count also holds the system prompt and the tools), so it is COMPRESSED, never
+    COMPRESSION_FAILED_INFLATED_TOKEN_COUNT (l.462-481): hasFailedCompressionAttempt stays false
+    (client.ts l.1217-1238) and nothing stops the next call from doing it again."""
+    strategy = strategies.build(name)
+    stub = Stub()
+    msgs = (Message.text_message("system", "sys"), user(SNAP), Message("assistant", (Text(ACK),)),
+            user("step two: run every test module"), *[m for i in range(40) for m in tool_round(i, 4_000)])
+    s = session(counter, None, stub)
+    ctx = s.meter.context(msgs)
+    sizes = []
+    for call in range(3):
+        s.last_usage = Usage(75_000, 10)  # the previous request: over the threshold (0.5, 0.7 in 2025)
+        assert strategy.estimated(ctx.messages[1:], s) < 50_000  # no output masked, none cut: only the loop
+        out = strategy.before_call(ctx, s)
+        (e,) = [e for e in out.events if e.kind == "summarize"]
+        assert e.messages_touched == 2 and s.state["gemini_failed"] is False  # snapshot + ack only
+        new = out.context.messages
+        assert new[1].text == SNAP and new[3:] == ctx.messages[3:]  # everything else as it was
+        sizes.append((e.tokens_before, e.tokens_after))
+        ctx = out.context.append(*tool_round(100 + call, 200))
+    assert all(after >= before - 50 for before, after in sizes)  # the context does not shrink
+    assert all(UPDATE_SNAPSHOT in r.prompt for r in stub.requests[::1 if name.endswith("2025") else 2])
+
+
+def test_the_compression_request_is_billed_without_the_agents_prefix():
+    """The CLI asks with the compression prompt as the system instruction and no tools
+    (chatCompressionService.ts l.361-407, baseLlmClient.ts l.256-351 @5411f113): a summarizer call
+    costs the compressed history, not the agent's ~25K of system prompt and tool schemas as well."""
+    from bench.replay.loop import ReplayConfig, replay
+    from bench.replay.provider import ProviderView, shipped_counts
+    from bench.run.runner import shared_counter
+    from traces.synthetic import generate
+
+    trace = generate("short", seed=0)
+    counter = shared_counter(trace, shipped_counts(trace, TokenCounter(), model="claude-sonnet-4-5",
+                                                   truth="provider"))
+    overhead = ProviderView(trace, counter).overhead_at(0)
+    for name in ("gemini-cli@threshold=0.1", "gemini-cli:2025@threshold=0.1"):
+        result = replay(trace, strategies.build(name), ReplayConfig(SONNET), counter=counter)
+        calls = [c for c in result.calls if c.kind == "summarizer"]
+        assert overhead > 10_000 and calls
+        assert all(c.prompt_tokens < overhead for c in calls)  # a history of a few thousand tokens

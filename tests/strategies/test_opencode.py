@@ -162,18 +162,37 @@ def test_classic_compaction_rebuilds_question_summary_continue(counter):
 
 def test_overflow_compaction_leaves_out_the_last_user_turn_and_replays_it(counter):
     """Reactive (overflow) compaction: the summary covers history before the last user turn; that
-    turn is replayed after the summary instead of the continue message."""
+    turn's request is replayed after the summary instead of the continue message, and the turn's own
+    calls and results are not sent again (compaction.ts @3df4a255 processCompaction: ``replay`` is
+    the user message alone; filterCompacted stops at the compaction message): issue 27."""
     msgs = [*history([("t1", 100, "bash")]), *tool_step("t_now", 200)]
     recorder = Recorder()
     out = OpenCode().on_overflow(Meter(counter).context(msgs), session(counter, summarizer=recorder))
     new = out.context.messages
     assert [(m.role, m.text) for m in new[:2]] == [("system", "You are OpenCode."), ("user", QUESTION)]
-    assert new[2].meta["summary"] and new[3:] == tuple(msgs[-3:])  # U4 and its step, verbatim
+    assert new[2].meta["summary"] and new[3:] == (msgs[-3],)  # U4 alone, verbatim
     assert recorder.requests[0].messages == tuple(msgs[1:-3])  # U4 is not summarized
+    assert "last user message replayed" in out.events[0].detail
     assert all(m.text != CONTINUE_CLASSIC for m in new)
     single = [SYSTEM, human("U1: only"), *tool_step("t1", 300)]
     lone = OpenCode().on_overflow(Meter(counter).context(single), session(counter, summarizer=Recorder()))
     assert lone.context.messages[-1].text == CONTINUE_CLASSIC  # the only turn: compacted as usual
+
+
+def test_an_overflow_whose_turn_holds_a_huge_output_compacts_once_not_twice(counter):
+    """issue 27 (``make bench`` logs/seed0, call 118: 267K -> 262K tokens, then a second compaction at
+    119): the turn whose output overflowed the window is not replayed, so one compaction is enough."""
+    msgs = [*history([("t1", 100, "bash")]), *tool_step("t_now", 60_000)]  # the step alone is ~60K tokens
+    ctx = Meter(counter).context(msgs)
+    for gen in ("classic", "overflow"):
+        out = OpenCode(generation=gen).on_overflow(ctx, session(counter, summarizer=Recorder()))
+        (e,) = out.events
+        assert e.kind == "summarize" and out.context.truth < ctx.truth / 10
+        assert all(not m.tool_results for m in out.context.messages)
+    # the tail generation keeps a turn in its tail as filterCompacted does; with a tail kept, the
+    # overflowing turn stays (tail ... compaction message) and the next call may overflow again
+    tail = OpenCode(generation="tail").on_overflow(ctx, session(counter, model=TINY, summarizer=Recorder()))
+    assert tail.context.messages[-1] is msgs[-1]
 
 
 def test_tail_compaction_keeps_recent_turns_and_merges_the_prior_summary(counter):
@@ -244,7 +263,7 @@ def test_the_overflow_path_replays_the_last_real_turn_not_an_empty_message_befor
             Message("user", (ToolResult("t2", "ok"),))]
     out = OpenCode().on_overflow(Meter(counter).context(msgs), session(counter, summarizer=Recorder()))
     new = out.context.messages
-    assert new[3:] == tuple(msgs[4:])  # U2 and its call, the empty message and the result (before: from the empty)
+    assert new[3:] == (msgs[4],)  # U2 (before version 2: from the empty; before 6: U2 with its call and result)
     assert orphans(new) == (set(), set())
 
 

@@ -112,12 +112,50 @@ def test_v0_rebuilt_view_is_head_summary_and_55(counter):
 
 
 def test_v0_condensation_request_keeps_max_size_half_not_half_the_view(counter):
-    """V0 on a context-window error: the tail is max_size // 2 − keep_first − 1 events even when the
-    view is shorter than max_size (80 events: 60 − 4 − 1 = 55 kept, not 80 // 2 − 5 = 35)."""
+    """A standalone V0 LLMSummarizingCondenser on a context-window error: the tail is max_size // 2 −
+    keep_first − 1 events even when the view is shorter than max_size (80 events: 60 − 4 − 1 = 55
+    kept, not 80 // 2 − 5 = 35)."""
     msgs = history(39)  # 80 messages
-    _, _, out = run(strategies.build("openhands:v0"), msgs, counter, hook="on_overflow")
+    alone = strategies.build("openhands:v0@conversation_window=False")
+    _, _, out = run(alone, msgs, counter, hook="on_overflow")
     new = out.context.messages
     assert new[4].meta.get("summary") and new[5:] == msgs[-54:]  # 55 kept; render drops the orphan result
+
+
+def test_v0_server_pipeline_hands_a_condensation_request_to_the_conversation_window(counter):
+    """openhands:v0 is the server's default pipeline (server/session/session.py l.219-249 @d6fab190):
+    ConversationWindow comes first and alone condenses on a request, so a context-window error halves
+    the other events, keeps the system prompt and the task, and makes no summary call; the summary of
+    an earlier condensation stays (view.py l.61-78). The old path kept 55 events whatever their size:
+    on a short view that forgot 2 events a call while the view stayed over the window (issue 27)."""
+    summary = Message.text_message("user", "USER_CONTEXT: fix bug 12", meta={"summary": True})
+    msgs = (*history(0), summary, *pairs(31))  # 65 events: 63 besides system + task -> newest 31
+    v0 = strategies.build("openhands:v0")
+    ctx, session, out = run(v0, msgs, counter, hook="on_overflow")
+    new = out.context.messages
+    # the newest 31 start at 34, an observation: dropped as leading, 30 kept from the action at 35
+    assert new == (msgs[0], msgs[1], summary, *msgs[35:])
+    assert [e.kind for e in out.events] == ["drop"] and out.context.truth < ctx.truth / 2
+    assert orphans(new) == (set(), set())
+    # a second request halves again: the window shrinks geometrically, never by 2 events
+    again = v0.on_overflow(out.context, session).context.messages
+    assert again[:3] == new[:3] and len(again) <= 3 + (len(new) - 2) // 2
+
+
+def test_v0_cuts_an_observation_to_max_message_chars_as_it_arrives(counter):
+    """V0 sends no observation over LLMConfig.max_message_chars (30,000), head and tail half each with
+    V0's marker (events/serialization/event.py truncate_content l.167-178 @d6fab190); V1 is not cut."""
+    from strategies.openhands.summarizing import TRUNCATION_MARK, truncate_observation
+    log = "".join(f"line {i}\n" for i in range(20_000))  # ~180,000 characters
+    msgs = (*history(0), Message("assistant", (ToolUse("big", "bash", {"command": "pytest"}),)),
+            Message("user", (ToolResult("big", log),)))
+    _, _, out = run(strategies.build("openhands:v0"), msgs, counter, hook="on_tool_result")
+    (cut,) = out.context.messages[-1].tool_results
+    assert cut.content == log[:15_000] + TRUNCATION_MARK + log[-15_000:] == truncate_observation(log, 30_000)
+    assert out.context.messages[:-1] == msgs[:-1] and [e.kind for e in out.events] == ["truncate"]
+    assert run(strategies.build("openhands:v0"), msgs[:-1], counter, hook="on_tool_result")[2] is None
+    assert run(LLMSummarizing(), msgs, counter, hook="on_tool_result")[2] is None  # V1
+    assert truncate_observation("short", 30_000) == "short"
 
 
 def test_observation_masking_masks_outside_the_window_and_drops_their_actions(counter):
