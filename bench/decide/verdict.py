@@ -359,8 +359,8 @@ def _check(c: Constraint, value: float, base: float | None) -> str | None:
 def _lapsed(c: Constraint) -> str:
     """The note for a constraint on a metric the run did not measure (it excludes nobody)."""
     if c.metric in ("instructions", "skills"):
-        return (f"{c.text()} not applied: no trace of this run plants {'instruction' if c.metric == 'instructions' else 'skill'} "
-                "rules (the instructions scenarios do)")
+        kind = "instruction" if c.metric == "instructions" else "skill"
+        return f"{c.text()} not applied: no trace of this run plants {kind} rules (the instructions scenarios do)"
     return f"{c.text()} not applied: this run measured no {c.metric}"
 
 

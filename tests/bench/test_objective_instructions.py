@@ -1,4 +1,5 @@
-"""The default objective's rules term (``instructions>=0.9``): binding where traces plant rules, lapsed where none do."""
+"""The default objective's rules term (``instructions>=0.9``): it binds where traces plant rules and lapses
+where none do."""
 
 from __future__ import annotations
 
