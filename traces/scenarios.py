@@ -57,6 +57,18 @@ class ScenarioSpec:
     layout: str = "claude-code"
     """Where the instruction file and skills go: ``claude-code``, ``codex`` or ``opencode``
     (traces/synthetic_rules.py LAYOUTS)."""
+    instruction_chars: int = 0
+    """Pad the instruction file to this many characters (0: rules only, ~0.5K chars): a heavy CLAUDE.md /
+    AGENTS.md, the fixed overhead that fills the window before the first message (copilot-cli#3539)."""
+    model: str = ""
+    """The model every call records (each assistant message's ``meta["model"]`` and the trace's model), so
+    ``--model recorded`` (the default) windows and prices the session as that model (bench/cost/windows.py:
+    ``claude-sonnet-4-5[1m]`` is the 1M window); empty: none recorded, the run's default model."""
+    switch_model: str = ""
+    """The model the calls record from ``switch_at`` on (empty: no switch): a mid-session model switch,
+    which the replay follows call by call (bench/replay/loop.py, ``recorded_models``)."""
+    switch_at: float = 0.5
+    """Where the switch happens, as a fraction of the session's tokens."""
 
 
 SCENARIOS: dict[str, ScenarioSpec] = {s.name: s for s in (
@@ -88,10 +100,36 @@ SCENARIOS: dict[str, ScenarioSpec] = {s.name: s for s in (
                  skills=(0.3, 0.6), needles=_RULE_NEEDLES, layout="opencode"),
     ScenarioSpec("huge", "a 2M-token marathon (opt-in: slow to replay)", tokens=1_900_000, turns=16,
                  size_scale={"read": 2.5, "bash": 2.5}, reread=0.25),
+    # -- the failures users filed (bench/scoring/detectors.py), one scenario each; opt-in (FAILURES) --
+    ScenarioSpec("window-1m", "`long` on the 1M window (claude-sonnet-4-5[1m], the 1M beta): a trigger set as a "
+                 "share of the window first compacts above 800K (late_trigger, cline#14329)", tokens=1_250_000,
+                 turns=8, size_scale={"read": 2.5, "bash": 2.5}, reread=0.25, model="claude-sonnet-4-5[1m]"),
+    ScenarioSpec("heavy-instructions", "a 140K-token CLAUDE.md on a 200K window, two skills loaded mid-session: "
+                 "the fixed part fills the window before the first message (overhead_fills_window, "
+                 "copilot-cli#3539), and an agent that keeps or re-injects it compacts again and again "
+                 "(ineffective_compactions, runaway_compactions: copilot-cli#3621, claude-code#22195)",
+                 tokens=400_000, turns=5, instructions=5, skills=(0.3, 0.6), needles=_RULE_NEEDLES,
+                 instruction_chars=600_000, model="claude-sonnet-4-5", layout="opencode"),
+    ScenarioSpec("model-switch", "a session on gpt-4.1 (1M window) switched to gpt-5 (272K input) 75% of the way "
+                 "in, its context above the new window's trigger: the strategy compacts on the switch "
+                 "(model_switch_compactions, codex#33833)", tokens=450_000, turns=5, model="gpt-4.1",
+                 switch_model="gpt-5", switch_at=0.75),
 )}
 
-DEFAULT_BENCH: tuple[str, ...] = ("short", "long", "logs", "reads", "multitask")
-"""What ``make bench`` runs; ``huge``, ``tiny`` and the ``instructions`` scenarios are opt-in."""
+FAILURES: tuple[str, ...] = ("window-1m", "heavy-instructions", "model-switch")
+"""Scenarios built to show the failure detectors fire (bench/scoring/detectors.py); opt-in:
+``--traces synthetic:window-1m synthetic:heavy-instructions synthetic:model-switch``."""
+
+DEFAULT_BENCH: tuple[str, ...] = ("short", "long", "logs", "reads", "multitask", "instructions")
+"""What ``make bench`` runs; ``huge``, ``tiny``, the other layouts of ``instructions`` and the failure
+scenarios (``FAILURES``) are opt-in.
+
+``instructions`` is in it so that every ``make bench`` measures which strategies keep the rules of an
+instruction file and of skills loaded mid-session (the ``instructions`` and ``skills`` columns, and the
+default objective's ``instructions>=0.9``): 400K of the bench's 2.3M tokens, about +21% over the five
+rule-free scenarios. One layout is enough there: Claude Code's puts the rules in an ordinary user turn
+and an injected user message, which every strategy family can keep or cut; the Codex and OpenCode
+layouts stay opt-in (``--traces synthetic:instructions-codex``)."""
 
 
 def resolve(scenario: str | ScenarioSpec) -> ScenarioSpec:

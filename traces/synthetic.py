@@ -110,12 +110,16 @@ class _Session:
             self.skills.append((name, rules, sr.skill_body(rule_rng, name, rules), -1))
             self.events.append((spec.skills[k], 1_000 + k, "skill", None))
         self.events.sort(key=lambda e: (e[0], e[1]))
+        self.switch_index: int | None = None  # the first message recorded as ``switch_model``'s
 
     # -- building -----------------------------------------------------------------------------
     def build(self) -> Trace | None:
         system = tx.system_prompt(self.rng, self.project, TOOLS)
         rules_file = (sr.instruction_file(self.rng, self.project, self.instruction_rules)
                       if self.instruction_rules else "")
+        if rules_file and self.spec.instruction_chars > len(rules_file):  # a heavy file: its own generator
+            pad = Random(f"{self.spec.name}/{self.seed}/instruction-notes")
+            rules_file = sr.pad_instructions(pad, rules_file, self.spec.instruction_chars)
         if rules_file and self.spec.layout == "opencode":
             system += "\n\n" + sr.opencode_instructions(f"{self._cwd}/AGENTS.md", rules_file)
         self._add(Message.text_message("system", system, timestamp=self.now))
@@ -130,6 +134,8 @@ class _Session:
         first = True
         while self.est < self.spec.tokens or self.events or pending:
             frac = self.est / self.spec.tokens
+            if self.spec.switch_model and self.switch_index is None and frac >= self.spec.switch_at:
+                self.switch_index = len(self.messages)
             due = [e for e in self.events if e[0] <= frac]
             self.events = [e for e in self.events if e not in due]
             skills_due = [e[1] - 1_000 for e in due if e[2] == "skill"]
@@ -310,9 +316,14 @@ class _Session:
                     return None
                 needles.append(Needle(f"{kind}-{len(needles):02d}", kind, rule.text, rule.question, rule.answer, at))
         spec = self.spec
+        messages = tuple(self.messages)
+        if spec.model:  # each call records its model, so the replay windows it call by call
+            switch = self.switch_index if self.switch_index is not None else len(messages)
+            messages = tuple(replace(m, meta={**m.meta, "model": spec.model if i < switch else spec.switch_model})
+                             if m.role == "assistant" else m for i, m in enumerate(messages))
         return Trace(
-            id=f"synthetic/{spec.name}/seed{self.seed}", messages=tuple(self.messages), agent="synthetic",
-            model=None, source=f"synthetic:{spec.name}", needles=tuple(needles),
+            id=f"synthetic/{spec.name}/seed{self.seed}", messages=messages, agent="synthetic",
+            model=spec.model or None, source=f"synthetic:{spec.name}", needles=tuple(needles),
             meta={"scenario": spec.name, "seed": self.seed, "description": spec.description,
                   "target_tokens": spec.tokens, "tool_calls": self.calls, "project": self.project},
         )

@@ -101,6 +101,19 @@ def instruction_file(rng: Random, project: str, rules: tuple[Rule, ...]) -> str:
     return head + "\n".join(f"- {r.text}" for r in rules) + "\n"
 
 
+def pad_instructions(rng: Random, body: str, chars: int) -> str:
+    """``body`` grown to ``chars`` characters with the project notes a large instruction file carries
+    (architecture, conventions, runbooks: prose sections after the rules), the rules left first and intact."""
+    lines = tx.prose_lines(rng)
+    out, size, section = [body, "\n## Project notes\n"], len(body) + 18, 0
+    while size < chars:
+        section += 1
+        block = f"\n### Notes {section}\n\n" + tx.fill("", lines, min(4_000, chars - size)) + "\n"
+        out.append(block)
+        size += len(block)
+    return "".join(out)
+
+
 def skill_body(rng: Random, name: str, rules: tuple[Rule, ...]) -> str:
     """A SKILL.md body: a title, its rules, then steps and notes up to a skill's size."""
     head = (f"# {name.replace('-', ' ').title()}\n\nUse this skill for {name.replace('-', ' ')} work.\n\n"

@@ -313,7 +313,8 @@ OBJECTIVE_HELP = ("what to recommend (verdict.json, the report's first sentence)
                   "| min-<metric> | max-<metric> and constraints such as overflows=0, retention>=0.75, "
                   "retention>=none-0.05, retention>=best (not significantly below the best, paired bootstrap), "
                   "cost<=1.5 (per trace), comma-separated; overflows=0 is implied unless given; checked before "
-                  "any replay (default: %(default)s = overflows=0,retention>=best,min-cost)")
+                  "any replay (default: %(default)s = overflows=0,instructions>=0.9,retention>=best,min-cost; "
+                  "instructions>=0.9 applies only where a trace plants rules)")
 
 
 TUNE_EXAMPLES = """examples:

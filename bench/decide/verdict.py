@@ -4,8 +4,9 @@ A pure function of the results DataFrame (one row per trace × strategy, bench.s
 so it survives any change to how runs are stored. The user states what matters as an *objective*:
 a goal (``min-cost`` or ``max-retention``, or ``min-<metric>`` / ``max-<metric>``) and constraints
 (``overflows=0``, ``retention>=0.75``, ``retention>=none-0.05``, ``retention>=best``, ``cost<=1.5``).
-The default is the cheapest strategy that never overflows and whose needle retention is not
-significantly below the best retention among the strategies that never overflow (``retention>=best``:
+The default is the cheapest strategy that never overflows, keeps at least 90% of the instruction rules
+where the traces plant any (``instructions>=0.9``, DEFAULT_OBJECTIVE), and whose needle retention is not
+significantly below the best retention among the strategies that meet those (``retention>=best``:
 a paired bootstrap over the traces, 95%, weighted as ``--weight`` says). A baseline that overflows is
 no reference: ``none`` overflows on exactly the sessions that need compacting, so "within 5 points of
 none" could never be met there by anything that compacts. When no strategy acted at all (nothing
@@ -43,7 +44,17 @@ else:  # imported when first used, after the replays (bench.scoring.lazy says wh
 from bench.scoring import stats
 
 BASELINE = "none"
-DEFAULT_OBJECTIVE = "overflows=0,retention>=best,min-cost"
+DEFAULT_OBJECTIVE = "overflows=0,instructions>=0.9,retention>=best,min-cost"
+"""The cheapest strategy that never overflows, keeps at least 90% of the instruction file's rules (after each
+compaction and at the end, pooled: bench.scoring.metrics ``instructions``) and loses no significant needle
+retention to the best of those. Why the rules term: a strategy that drops CLAUDE.md or AGENTS.md breaks
+every rule the user wrote, which no saving in dollars buys back (issue 27); 0.9, not 1.0, so that one rule
+of ten cut short by a summary on one trace of several is tolerated, a lost instruction file is not. It
+applies only where it can: a run whose traces plant no rules (the ``instructions`` scenarios plant them;
+real sessions and the other scenarios do not) has no ``instructions`` value, and the term lapses with a
+note instead of excluding every strategy (``decide``). ``skills`` is reported beside it but not held to
+a floor: Claude Code itself re-injects invoked skills within a budget (5K tokens each, 25K in all), so a
+skill cut short is the agent's design, not a failure."""
 REFERENCES = (BASELINE, "best")
 """What a relative constraint is measured from: ``none``'s value (``retention>=none-0.05``), or the best
 value among the strategies every other constraint admits, by a paired test (``retention>=best``)."""
@@ -128,6 +139,9 @@ class Constraint:
             what = "needle retention" if self.metric == "retention" else self.metric
             return f"{what} not significantly {'below' if self.op.startswith('>') else 'above'} the best of " \
                    "those (paired bootstrap, 95%)"
+        if self.metric in ("instructions", "skills") and not self.relative and self.op in (">=", ">"):
+            what = "instruction rules" if self.metric == "instructions" else "skill rules"
+            return f"{what} kept {'at least' if self.op == '>=' else 'above'} {_fmt(self.metric, self.value)}"
         if self.relative and self.metric == "retention" and self.op == ">=":
             return f"needle retention within {abs(self.value) * 100:g} points of none" if self.value else \
                 "needle retention at least none's"
@@ -342,6 +356,14 @@ def _check(c: Constraint, value: float, base: float | None) -> str | None:
     return shown.replace("-", "−") if c.relative else shown
 
 
+def _lapsed(c: Constraint) -> str:
+    """The note for a constraint on a metric the run did not measure (it excludes nobody)."""
+    if c.metric in ("instructions", "skills"):
+        kind = "instruction" if c.metric == "instructions" else "skill"
+        return f"{c.text()} not applied: no trace of this run plants {kind} rules (the instructions scenarios do)"
+    return f"{c.text()} not applied: this run measured no {c.metric}"
+
+
 def decide(results: pd.DataFrame, objective: str | Objective | None = None, *, resamples: int = stats.DEFAULT_B,
            seed: int = 0, weight: str | None = "equal", summarizer: str | None = None) -> Verdict:
     """The recommended strategy under ``objective``, why, and the runner-up with a paired bootstrap
@@ -360,11 +382,11 @@ def decide(results: pd.DataFrame, objective: str | Objective | None = None, *, r
     constraints = []
     for c in obj.constraints:
         if c.metric not in agg:
-            notes.append(f"{c.text()} not applied: this run measured no {c.metric}")
+            notes.append(_lapsed(c))
             continue
         if c.reference == "best":
             if not agg[c.metric].notna().any():
-                notes.append(f"{c.text()} not applied: this run measured no {c.metric}")
+                notes.append(_lapsed(c))
                 continue
             constraints.append((c, None))
             continue
@@ -377,7 +399,7 @@ def decide(results: pd.DataFrame, objective: str | Objective | None = None, *, r
                          "reference")
             continue
         if not c.relative and not agg[c.metric].notna().any():
-            notes.append(f"{c.text()} not applied: this run measured no {c.metric}")
+            notes.append(_lapsed(c))
             continue
         constraints.append((c, base))
     reasons_of: dict[str, list[str]] = {}

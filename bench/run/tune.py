@@ -14,7 +14,10 @@ deterministically by seed and stratified by scenario (agent, on real sessions):
 
 The grid is what each strategy declares in ``tuning`` (values inside its ``ranges``, with the why
 beside them), or the values a spec lists with ``|`` (``codex@limit_fraction=0.5|0.7``), each checked
-against the parameter's range (strategies.check_params) before any replay. Sensitivity: the
+against the parameter's range (strategies.check_params) before any replay. A trigger set as a share of
+the window is swept in absolute tokens with ``trigger_tokens`` (``claude-code@trigger_tokens=100000|150000``,
+any strategy with a share trigger: bench.context.strategy ``arm_trigger_tokens``); the share it replaces
+is then not swept beside it. Sensitivity: the
 neighbouring grid values of each tuned parameter, the others held at the choice, compared with it
 on the held-out part (paired).
 """
@@ -132,6 +135,8 @@ def search_space(text: str) -> Search:
             fixed[key.strip()] = parsed[0]
     cls, preset = strategies.resolve(name)
     declared = dict(getattr(cls, "tuning", {}) or {})
+    if "trigger_tokens" in given or fixed.get("trigger_tokens") is not None:
+        declared.pop(replaced_share(cls, preset) or "", None)  # the share trigger_tokens stands in for: not swept too
     grid = {k: tuple(v) for k, v in declared.items() if k not in fixed and k not in given and k not in preset}
     source = {k: "declared by the strategy" for k in grid}
     for k, v in given.items():
@@ -151,6 +156,16 @@ def search_space(text: str) -> Search:
     for setting in search.settings():
         strategies.build(search.spec(setting))  # type, range (check_params) and unknown names, named
     return search
+
+
+def replaced_share(cls: type, preset: Mapping[str, Any]) -> str | None:
+    """The share-of-the-window parameter a ``trigger_tokens`` sweep leaves at its default: the one
+    ``trigger_tokens`` overrides on each call (bench.context.strategy ``arm_trigger_tokens``), or, where the
+    agent has an absolute trigger of its own that ``trigger_tokens`` sets (Codex's ``auto_compact_limit``),
+    the share the agent caps it with (Codex's 90%), so that the sweep is in tokens alone."""
+    from bench.context.strategy import _share_param
+
+    return _share_param(cls(**preset))
 
 
 def _is_number(x: object) -> bool:

@@ -31,6 +31,12 @@ from dataclasses import dataclass
 from bench.replay.records import CallRecord, EventRecord
 
 COMPACTION_KINDS = ("summarize", "handoff")
+TRIGGER_KINDS = (*COMPACTION_KINDS, "drop")
+"""What ``late_trigger`` counts as the strategy's first compaction: a summary, a handoff, or whole messages
+dropped. Cline's context manager (the VS Code extension, cline-half / cline-quarter) answers its trigger by
+dropping half or three quarters of the history, not by summarizing; cline#14329 is that trigger (960K on a
+1M window), so a drop at it is the same late trigger. The other detectors keep ``COMPACTION_KINDS``: a
+sliding window drops on every call by design, which is neither runaway nor ineffective."""
 
 RUNAWAY_WINDOW = 10
 """K: the span of agent calls the runaway detector looks back over.
@@ -139,14 +145,15 @@ def model_switch(calls: Sequence[CallRecord], events: Sequence[EventRecord]) -> 
 
 def late_trigger(calls: Sequence[CallRecord], events: Sequence[EventRecord], window: int | None = None
                  ) -> list[tuple[int, str]]:
-    """The strategy's first compaction, when it fired above ``LATE_TRIGGER_SHARE`` of a window larger
-    than ``LATE_TRIGGER_MIN_WINDOW`` (the window of that call, else ``window``; cline#14329)."""
-    compacting = _compacting_calls(events)
+    """The strategy's first compaction (``TRIGGER_KINDS``: a drop counts), when it fired above
+    ``LATE_TRIGGER_SHARE`` of a window larger than ``LATE_TRIGGER_MIN_WINDOW`` (the window of that call,
+    else ``window``; cline#14329)."""
+    compacting = sorted({e.call for e in events if e.kind in TRIGGER_KINDS})
     if not compacting:
         return []
     first = compacting[0]
     win = next((c.window for c in _agent(calls) if c.call == first and c.window), None) or window or 0
-    at = next(e.tokens_before for e in events if e.call == first and e.kind in COMPACTION_KINDS)
+    at = next(e.tokens_before for e in events if e.call == first and e.kind in TRIGGER_KINDS)
     if win > LATE_TRIGGER_MIN_WINDOW and at > LATE_TRIGGER_SHARE * win:
         return [(first, f"first compaction at {at:,} tokens, {at / win:.0%} of a {win:,}-token window")]
     return []
