@@ -48,6 +48,7 @@ from bench.run.store import (
 )
 from bench.scoring.fidelity import usage_ratio
 from bench.scoring.ledger_check import ledger_rows
+from bench.tokens import count_cache
 from bench.tokens.calibration import calibration_key
 from bench.tokens.counter import TokenCounter, Tokenizer
 from traces.formats import ReadResult
@@ -479,6 +480,7 @@ def plan_jobs(config: RunConfig, specs: list[strategies.StrategySpec], traces: I
         if not sources.in_shard(sha, shard):
             continue
         counter = sources.counter_for(trace, tokenizer)  # per trace (a --min-tokens filter's counts reused)
+        count_cache.prime(counter, sha, trace.messages)  # kept from an earlier run of this trace, else counted
         counts = shipped_counts(trace, counter, model=config.model, truth=config.truth)
         planned.traces.append({"position": position, "id": trace.id, "agent": trace.agent, "model": trace.model,
                                "sha256": sha, "messages": len(trace.messages), "calls": trace.n_calls,
