@@ -48,6 +48,7 @@ from bench.run.store import (
 )
 from bench.scoring.fidelity import usage_ratio
 from bench.scoring.ledger_check import ledger_rows
+from bench.tokens import count_cache
 from bench.tokens.calibration import calibration_key
 from bench.tokens.counter import TokenCounter, Tokenizer
 from traces.formats import ReadResult
@@ -448,23 +449,73 @@ def check(config: RunConfig) -> list[strategies.StrategySpec]:
     return specs
 
 
-@dataclass
-class Planned:
-    """What the plan stage saw while the jobs streamed out (filled as they go)."""
+KEY_CHARS = 24
+"""Length of a task key (``task_key``: hex digits)."""
 
-    keys: list[str] = field(default_factory=list)
-    tpos: list[int] = field(default_factory=list)
-    spos: list[int] = field(default_factory=list)
-    traces: list[dict[str, Any]] = field(default_factory=list)
-    todo: int = 0
-    resumed: int = 0
+
+class Planned:
+    """What the plan stage saw while the jobs streamed out (filled as they go), held flat: the tasks'
+    keys and positions in packed arrays (no Python object per task) and each trace's row for run.json
+    spilled to a scratch file, so the parent's memory does not grow with the number of traces (issue 28:
+    a Python object kept per trace pins the memory the trace was read into)."""
+
+    def __init__(self) -> None:
+        from array import array
+
+        self._keys = bytearray()
+        self.tpos = array("q")
+        self.spos = array("q")
+        self._traces: Any = None
+        self.n_traces = 0
+        self.todo = 0
+        self.resumed = 0
+
+    def add_trace(self, info: dict[str, Any]) -> None:
+        """One trace's row for run.json (``position`` orders them)."""
+        import tempfile
+
+        if self._traces is None:
+            self._traces = tempfile.TemporaryFile("w+", encoding="utf-8")
+        self._traces.write(json.dumps(info, default=str) + "\n")
+        self.n_traces += 1
+
+    def add_task(self, key: str, tpos: int, spos: int) -> None:
+        raw = key.encode("ascii")
+        if len(raw) != KEY_CHARS:
+            raise ValueError(f"task key {key!r} is not {KEY_CHARS} characters")
+        self._keys += raw
+        self.tpos.append(tpos)
+        self.spos.append(spos)
+
+    @property
+    def keys(self) -> list[str]:
+        raw = bytes(self._keys)
+        return [raw[i:i + KEY_CHARS].decode("ascii") for i in range(0, len(raw), KEY_CHARS)]
+
+    @property
+    def traces(self) -> list[dict[str, Any]]:
+        """Every trace's row, in the order they were planned."""
+        if self._traces is None:
+            return []
+        self._traces.seek(0)
+        rows = [json.loads(line) for line in self._traces]
+        self._traces.seek(0, 2)
+        return rows
+
+    def close(self) -> None:
+        if self._traces is not None:
+            self._traces.close()
+            self._traces = None
 
     def frame(self, specs: list[strategies.StrategySpec]) -> pd.DataFrame:
+        import numpy as np
         import pandas as pd
         labels = [s.label for s in specs]
         ids = {t["position"]: t["id"] for t in self.traces}
+        tpos = np.frombuffer(self.tpos, dtype=np.int64) if len(self.tpos) else np.zeros(0, np.int64)
+        spos = np.frombuffer(self.spos, dtype=np.int64) if len(self.spos) else np.zeros(0, np.int64)
         plan = pd.DataFrame({"key": self.keys, "trace": [ids[p] for p in self.tpos],
-                             "strategy": [labels[i] for i in self.spos], "tpos": self.tpos, "spos": self.spos})
+                             "strategy": [labels[i] for i in self.spos], "tpos": tpos.copy(), "spos": spos.copy()})
         return plan.sort_values(["tpos", "spos"], kind="stable").reset_index(drop=True)
 
 
@@ -479,16 +530,15 @@ def plan_jobs(config: RunConfig, specs: list[strategies.StrategySpec], traces: I
         if not sources.in_shard(sha, shard):
             continue
         counter = sources.counter_for(trace, tokenizer)  # per trace (a --min-tokens filter's counts reused)
+        count_cache.prime(counter, sha, trace.messages)  # kept from an earlier run of this trace, else counted
         counts = shipped_counts(trace, counter, model=config.model, truth=config.truth)
-        planned.traces.append({"position": position, "id": trace.id, "agent": trace.agent, "model": trace.model,
+        planned.add_trace({"position": position, "id": trace.id, "agent": trace.agent, "model": trace.model,
                                "sha256": sha, "messages": len(trace.messages), "calls": trace.n_calls,
                                "source": trace.source, "usage_ratio": usage_ratio(trace, counter)})
         todo = []
         for si, spec in enumerate(specs):
             key = task_key(sha, spec, config)
-            planned.keys.append(key)
-            planned.tpos.append(position)
-            planned.spos.append(si)
+            planned.add_task(key, position, si)
             if key in done:
                 planned.resumed += 1
             else:
@@ -634,6 +684,7 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
         "tokenizer": Tokenizer().name,
         "provenance": provenance(),
     }
+    planned.close()
     write_run(run_dir, table, run_info)
     sources.write_notes(run_dir, notes.notes, notes.details)  # all of them; the console gets a summary
     if config.csv == "yes" or (config.csv == "auto" and len(plan) <= CSV_AUTO_TASKS):

@@ -121,7 +121,10 @@ two of traces stand between the filter and the planner)."""
 
 def trace_tokens(trace: Trace, tokenizer: Tokenizer | None = None) -> int:
     """The session's tokens (cl100k truth, every message once); the counts are kept for ``counter_for``."""
+    from bench.tokens import count_cache
+
     counter = counter_for(trace, tokenizer, keep=True)
+    count_cache.prime(counter, trace_hash(trace), trace.messages)  # kept from an earlier run, else counted
     return sum(counter.counts(trace.messages))
 
 

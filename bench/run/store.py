@@ -219,6 +219,10 @@ class Store:
         self._tables: dict[str, list[Any]] = {}
         self._bytes = 0
         self._keys: set[str] = set()
+        """Keys of the buffered batch and of the batch written last: a task handed over twice (an interrupt
+        between receiving and saving it) comes again at once, so two batches are enough to see it, and
+        the set stays bounded whatever the run's size."""
+        self._last: set[str] = set()
         self.written = 0
         """Tasks saved by this store object."""
 
@@ -237,7 +241,7 @@ class Store:
 
     def add(self, out: TaskOutput) -> None:
         """Buffer one finished task; the batch is written once it is big enough."""
-        if out.key in self._keys:  # handed over twice (an interrupt between receiving and saving)
+        if out.key in self._keys or out.key in self._last:  # handed over twice (an interrupt in between)
             return
         with no_interrupt():
             self._keys.add(out.key)
@@ -271,6 +275,7 @@ class Store:
             self.written += len(self._rows)
             self._next += 1
             self._rows, self._tables, self._bytes = [], {}, 0
+            self._last, self._keys = self._keys, set()
 
     @staticmethod
     def _build(rows: list[dict[str, Any]], tables: dict[str, list[Any]]) -> dict[str, Any]:

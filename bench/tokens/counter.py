@@ -247,6 +247,15 @@ class TokenCounter:
             self._truth[id(m)] = (m, n + MESSAGE_OVERHEAD + IMAGE_TOKENS * _image_count(m))
             self._by_blocks[id(m.blocks)] = (m, None)
 
+    def prime_counts(self, messages: Sequence[Message], counts: Sequence[int]) -> None:
+        """Take these messages' truth counts as ``prime`` would have computed them (kept from an earlier
+        run: bench/tokens/count_cache.py), held like primed ones; a message already counted keeps its count."""
+        truth, by_blocks = self._truth, self._by_blocks
+        for m, n in zip(messages, counts, strict=True):
+            if id(m) not in truth:
+                truth[id(m)] = (m, n)
+                by_blocks[id(m.blocks)] = (m, None)
+
     def counts(self, messages: Sequence[Message]) -> list[int]:
         """Truth counts of these messages (batched), to ship to another process with the trace."""
         self.prime(messages)
