@@ -220,7 +220,8 @@ def test_the_rarest_word_search_finds_the_shortest_posting_of_the_inner_words_an
     ref = "alpha_one(beta_two, gamma_three) + delta_four"
     assert _inner_words(ref) == ("beta_two", "gamma_three")  # the runs at the ends may be longer in a text
     posts = {"beta_two": [1, 2, 3], "gamma_three": [4]}
-    assert _rarest(ref, posts, []) == [4]
-    assert _rarest(ref, {"gamma_three": [4]}, []) == []  # beta_two held nowhere: no text holds ref
-    assert _rarest("x = 1", posts, []) is None  # nothing long enough to index: every text is a candidate
+    words = _inner_words(ref)
+    assert _rarest(words, posts, []) == [4]
+    assert _rarest(words, {"gamma_three": [4]}, []) == []  # beta_two held nowhere: no text holds ref
+    assert _rarest(_inner_words("x = 1"), posts, []) is None  # nothing to index: every text is a candidate
     assert _inner_words("(repeated_word repeated_word)") == ("repeated_word",)
