@@ -398,6 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tasks", type=int, nargs=2, default=[250, 1_000], help="aggregation dataset sizes")
     p.add_argument("--memory-size", type=int, default=1_000_000)
     p.add_argument("--model", default="claude-sonnet-4-5")
+    p.add_argument("--quick", action="store_true",
+                   help="measurement 1 only (the floor, the bench and its parts): a few minutes, not the hour "
+                        "the 3M-token replays of measurement 2 take")
     args = p.parse_args(argv)
 
     config = ReplayConfig(profile(args.model))
@@ -406,6 +409,9 @@ def main(argv: list[str] | None = None) -> int:
         names = ["none", *names]
     print(f"make perf: {load()}\n")
     floor_vs_bench(args.seeds, not args.no_bench)
+    if args.quick:
+        print(f"\nat the end: {load()}")
+        return 0
     scaling(names, tuple(args.sizes), config)
     aggregation(tuple(args.tasks), config)
     memory([n for n in MEMORY_STRATEGIES if n in names], args.memory_size, config)

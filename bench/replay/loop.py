@@ -66,6 +66,11 @@ class ReplayConfig:
     """Replay the recorded future as it is (``--open-loop``). By default a call that acts on a file
     the session showed and the strategy no longer sends is preceded by a simulated re-read of it
     (bench/replay/rereads.py): an extra call, billed, whose messages stay in the strategy's context."""
+    costs_only: bool = False
+    """Only the calls' bills are read (the open-loop twin of a task that made re-reads,
+    bench.run.runner._open_loop): the re-read proxy and the validity check are skipped, their columns
+    (``unseen_refs``, ``invalid``) 0 and no ``invalid`` event written. They were a sixth of the twin's
+    CPU, and the twin a third of ``make bench``'s replays, for columns nobody reads."""
 
 
 def replay(
@@ -162,7 +167,7 @@ def replay(
              reread_tokens: int = 0) -> None:
         """One request of the agent: checked as the API would (``invalid``), split by the prompt cache,
         billed; its usage is what the strategy sees as the previous call's."""
-        invalid = validity.problems(sent.messages)
+        invalid = validity.problems(sent.messages) if checked else ()
         if invalid:
             result.events.append(EventRecord(trace.id, label, session.call_index, "send", INVALID, sent.truth,
                                              sent.truth, sent.estimate, len(invalid), None, describe(invalid)))
@@ -190,6 +195,7 @@ def replay(
     references = ReferenceCheck(RecordedIndex.of(trace))
     rereads = None if config.open_loop else Rereads(trace, references)
     validity = RequestCheck()  # what the API would reject is flagged, never sent silently
+    checked = not config.costs_only
     answered: Message | None = None  # the last recorded answer, not yet in ctx
     windowed: dict[tuple[str, int | None], ModelProfile] = {}  # each recorded model's profile, once
     theirs = recorded_compaction_messages(trace)
@@ -237,7 +243,8 @@ def replay(
             ctx, sent, overflow = ready(ctx, step.index, output)
             if result.failed:
                 break
-        send(sent, "agent", output, overflow, unseen=references.unseen(recorded, sent.messages, answer))
+        send(sent, "agent", output, overflow,
+             unseen=references.unseen(recorded, sent.messages, answer) if checked else 0)
         recorded.append(answer)
         # appended with the next step's first inputs (no hook runs in between); the recorded agent's
         # summary answer (an OpenCode compaction call) is its context, not ours

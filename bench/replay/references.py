@@ -62,17 +62,25 @@ def references(use: ToolUse) -> tuple[str, ...]:
     return tuple(refs)
 
 
-def _rarest(ref: str, posts: Mapping[str, _P], empty: _P) -> _P | None:
-    """The shortest posting of the whole words that any text containing ``ref`` holds (the runs of
-    word characters inside ``ref`` with a non-word character on each side: the runs at its ends
-    may be part of longer ones there); None when ``ref`` has no such run long enough to be indexed."""
+def _inner_words(ref: str) -> tuple[str, ...]:
+    """The distinct runs of word characters inside ``ref`` long enough to be indexed, with a non-word
+    character on each side (the runs at its ends may be part of longer ones in a text holding it)."""
+    end = len(ref)
+    return tuple(dict.fromkeys(m.group() for m in _RUN.finditer(ref)
+                               if m.start() and m.end() != end and _WORD.fullmatch(m.group())))
+
+
+def _rarest(words: Sequence[str], posts: Mapping[str, _P], empty: _P) -> _P | None:
+    """The shortest posting of ``words`` (a reference's ``_inner_words``: every text containing the
+    reference holds them as whole words); None when there are none. An empty posting ends the search:
+    no text holds the reference."""
     best: _P | None = None
-    for match in _RUN.finditer(ref):
-        if match.start() == 0 or match.end() == len(ref) or not _WORD.fullmatch(match.group()):
-            continue
-        found = posts.get(match.group(), empty)
+    for word in words:
+        found = posts.get(word, empty)
         if best is None or len(found) < len(best):
             best = found
+            if not found:
+                break
     return best
 
 
@@ -95,6 +103,17 @@ class RecordedIndex:
         """Word → positions of the messages holding it as a whole word (an inverted index)."""
         self._found: dict[str, tuple[int, list[int]]] = {}
         self._refs: dict[int, tuple[Message, list[tuple[str, ...]]]] = {}
+        self._inner: dict[str, tuple[str, ...]] = {}
+        """Reference → its ``_inner_words``, found once per trace: a re-read checks a whole file's
+        content at every call that edits it, in every strategy's replay, and finding its words again
+        at each check was a sixth of a bench run's CPU. Held as long as the index (the trace's)."""
+
+    def words(self, ref: str) -> tuple[str, ...]:
+        """``_inner_words(ref)``, once per reference."""
+        hit = self._inner.get(ref)
+        if hit is None:
+            hit = self._inner[ref] = _inner_words(ref)
+        return hit
 
     @classmethod
     def of(cls, trace: Trace) -> RecordedIndex:
@@ -136,7 +155,7 @@ class RecordedIndex:
         of longer ones there), so the index finds every such text when the run is long enough to
         be indexed. Without such a run, every position is a candidate.
         """
-        best = _rarest(ref, self._words, [])
+        best = _rarest(self.words(ref), self._words, [])
         if best is None:
             return range(start, upto)
         return best[bisect_left(best, start):bisect_left(best, upto)]
@@ -295,7 +314,7 @@ class ReferenceCheck:
         new = [history[i] for i in found[st.n_found:n]]
         st.n_found = n
         full = st.epoch != self._epoch  # first check, or the log of what entered was cut
-        texts = _rarest(ref, self._text_words, ())
+        texts = _rarest(self._index.words(ref), self._text_words, ())
         if full or texts is not None:  # every written message held is in view (each leaves
             ids, by_text = st.ids, self._by_text  # ``_written`` with the view): those holding ref
             for text in (by_text if texts is None else (*texts, *self._long_texts)):

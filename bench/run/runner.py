@@ -324,7 +324,8 @@ def _open_loop(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpe
     from bench.summarizers import build as build_summarizer
 
     per_trace = {"trace": trace} if config.summarizer in PER_TRACE else {}
-    twin = replay(trace, strategies.build(spec), dc_replace(replay_config, open_loop=True), counter=counter,
+    twin = replay(trace, strategies.build(spec), dc_replace(replay_config, open_loop=True, costs_only=True),
+                  counter=counter,
                   summarizer=build_summarizer(config.summarizer, **config.summarizer_options, **per_trace),
                   label=spec.label)
     from bench.scoring.metrics import _sum  # the total as task_row takes it: the same figure to the bit

@@ -210,3 +210,18 @@ def test_a_written_message_that_left_the_view_is_not_kept_alive():
     del written
     gc.collect()
     assert gone() is None
+
+
+def test_the_rarest_word_search_finds_the_shortest_posting_of_the_inner_words_and_stops_at_an_empty_one():
+    """``_rarest`` reads the words inside a reference (a run of word characters with a non-word character on
+    each side, long enough to be indexed) once per reference, and picks the shortest posting of them."""
+    from bench.replay.references import _inner_words, _rarest
+
+    ref = "alpha_one(beta_two, gamma_three) + delta_four"
+    assert _inner_words(ref) == ("beta_two", "gamma_three")  # the runs at the ends may be longer in a text
+    posts = {"beta_two": [1, 2, 3], "gamma_three": [4]}
+    words = _inner_words(ref)
+    assert _rarest(words, posts, []) == [4]
+    assert _rarest(words, {"gamma_three": [4]}, []) == []  # beta_two held nowhere: no text holds ref
+    assert _rarest(_inner_words("x = 1"), posts, []) is None  # nothing to index: every text is a candidate
+    assert _inner_words("(repeated_word repeated_word)") == ("repeated_word",)

@@ -190,3 +190,19 @@ def test_none_never_rereads_on_every_bench_trace():
     for t in _bench_traces(range(3)):  # make bench: --seeds 3
         result = replay(t, strategies.build("none"), ReplayConfig(MODEL), counter=TokenCounter())
         assert not any(c.kind == "reread" for c in result.calls), t.id
+
+
+def test_costs_only_bills_as_the_open_loop_and_skips_the_proxy_and_the_validity_check():
+    """The open-loop twin (bench.run.runner._open_loop) reads only the bills: with ``costs_only`` every call is
+    billed as before, and the re-read proxy and the validity check are not run (their columns 0, no event)."""
+    from dataclasses import astuple
+
+    orphan = trace().messages[:3] + (Message("user", (ToolResult("nobody", "stray"),)),) + trace().messages[3:]
+    t = Trace("rereads", orphan, needles=trace().needles)
+    full = replay(t, PruneOld(), ReplayConfig(MODEL, open_loop=True), counter=TokenCounter())
+    cheap = replay(t, PruneOld(), ReplayConfig(MODEL, open_loop=True, costs_only=True), counter=TokenCounter())
+    assert sum(c.unseen_refs for c in full.calls) == 1 and sum(c.invalid for c in full.calls) > 0
+    assert any(e.kind == "invalid" for e in full.events)
+    assert [astuple(c)[:16] for c in cheap.calls] == [astuple(c)[:16] for c in full.calls]  # the bills
+    assert sum(c.unseen_refs for c in cheap.calls) == 0 and sum(c.invalid for c in cheap.calls) == 0
+    assert not any(e.kind == "invalid" for e in cheap.events)
