@@ -40,7 +40,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.context import MAX_PARAM, Range
-
 from strategies.claude_code.common import LINE_NUMBER, PLAN_DIR, SKILL_LEAD, SKILL_TRUNCATED
 from strategies.claude_code.v2_1 import Rules21
 from strategies.layered._common import CLEARED
