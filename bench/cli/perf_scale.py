@@ -27,9 +27,11 @@ machines there are, printed as the ceiling) and a warm synthetic trace cache.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -100,7 +102,7 @@ def bins(lengths: list[tuple[str, int, int]], k: int = BINS, weight: str = "agen
     total = sum(weights)
     members: list[list[tuple[float, int, int]]] = [[] for _ in range(k)]
     acc = 0.0
-    for (_, calls, chars), w in zip(ordered, weights):
+    for (_, calls, chars), w in zip(ordered, weights, strict=True):
         centre = (acc + w / 2) / total  # the bin holding the middle of this session's weight
         members[min(k - 1, int(centre * k))].append((w, calls, chars))
         acc += w
@@ -190,7 +192,7 @@ def descendants(root: int) -> dict[int, int]:
 
 def role(pid: int, cmdline: str) -> str:
     """``worker`` (a pool process or a Ray task worker), ``ray daemons`` (raylet, gcs, ...) or ``other``."""
-    if "spawn_main" in cmdline or "forkserver" in cmdline or cmdline.startswith("ray::") or "default_worker.py" in cmdline:
+    if any(w in cmdline for w in ("spawn_main", "forkserver", "default_worker.py")) or cmdline.startswith("ray::"):
         return "worker"
     if "ray" in cmdline:
         return "ray daemons"
@@ -255,10 +257,13 @@ def done_tasks(run_dir: Path, counted: dict[str, int]) -> int:
 
 
 def measure(traces: int, executor: str, workers: int, out: Path, srcs: list[str], *, detail: str = "calls",
-            interval: float = 0.5, report: float = 0.0) -> dict[str, float]:
+            interval: float = 0.5, report: float = 0.0, max_seconds: float = 0.0) -> dict[str, float]:
     """One run of ``traces`` sessions (rounded down to a multiple of the bins) × STRATEGIES, in a child.
     With ``report`` > 0, a progress line every ``report`` seconds (tasks stored, rate, memory so far), so
-    a run cut short still leaves its rate and memory at the size it reached."""
+    a run cut short still leaves its rate and memory at the size it reached. With ``max_seconds`` > 0 the
+    run is interrupted (Ctrl-C: it saves its finished tasks) after that long and measured as far as it got
+    (``partial``). The bins run in order, smallest first, so a partial run's tasks/s overstates a whole
+    run's and its CPU s/task understates it."""
     seeds = max(1, traces // len(srcs))
     name = f"scale-{executor}-{seeds * len(srcs)}"
     shutil.rmtree(out / name, ignore_errors=True)  # a measurement never resumes
@@ -272,6 +277,7 @@ def measure(traces: int, executor: str, workers: int, out: Path, srcs: list[str]
     counted: dict[str, int] = {}
     next_report = start + report
     tasks = seeds * len(srcs) * len(STRATEGIES)
+    partial = False
     while proc.poll() is None:
         poller.poll()
         loads.append(os.getloadavg()[0])
@@ -279,20 +285,34 @@ def measure(traces: int, executor: str, workers: int, out: Path, srcs: list[str]
         if report and now >= next_report:
             next_report = now + report
             done, f = done_tasks(out / name, counted), poller.figures()
-            print(f"  .. {executor} {now - start:6.0f} s: {done:,}/{tasks:,} tasks stored ({done / (now - start):.1f}/s), "
-                  f"CPU {(f['main_cpu'] + f['worker_cpu']) / max(done, 1):.3f} s/task, main {f['main_mb']:.0f} MB, "
-                  f"worker {f['worker_mb']:.0f} MB, workers {f['workers_mb']:.0f} MB, daemons {f['daemons_mb']:.0f} MB, "
+            cpu = (f["main_cpu"] + f["worker_cpu"]) / max(done, 1)
+            print(f"  .. {executor} {now - start:6.0f} s: {done:,}/{tasks:,} tasks stored "
+                  f"({done / (now - start):.1f}/s), CPU {cpu:.3f} s/task, main {f['main_mb']:.0f} MB, worker "
+                  f"{f['worker_mb']:.0f} MB, workers {f['workers_mb']:.0f} MB, daemons {f['daemons_mb']:.0f} MB, "
                   f"load {loads[-1]:.1f}", flush=True)
+        if max_seconds and now - start > max_seconds and not partial:
+            partial = True
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            break
         time.sleep(interval)
     seconds = time.perf_counter() - start
-    if proc.returncode:
+    proc.wait()
+    if partial:
+        tasks = done_tasks(out / name, counted)
+    elif proc.returncode:
         raise SystemExit(f"{executor} run failed ({proc.returncode}): {err.read_text()[-2000:]}")
     run_dir = out / name
     size = sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
-    n = seeds * len(srcs)
+    n = tasks // len(STRATEGIES) if partial else seeds * len(srcs)
     f = poller.figures()
     cpu = f["main_cpu"] + f["worker_cpu"]
-    return {"executor": executor, "traces": n, "tasks": tasks, "seconds": seconds, "tasks_per_s": tasks / seconds,
+    tasks = max(tasks, 1)
+    return {"executor": executor + (" (partial)" if partial else ""), "traces": n, "tasks": tasks,
+            "seconds": seconds, "tasks_per_s": tasks / seconds,
             **f, "cpu_s_per_task": cpu / tasks, "main_cpu_s_per_task": f["main_cpu"] / tasks,
             "output_mb": size / 2**20, "kb_per_task": size / tasks / 1024,
             "load_start": load, "load_mean": statistics.fmean(loads)}
@@ -395,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--extrapolate-strategies", type=int, default=40)
     p.add_argument("--machines", type=int, nargs="+", default=[1, 4, 16, 64])
     p.add_argument("--report", type=float, default=60.0, help="seconds between progress lines (0: none)")
+    p.add_argument("--max-seconds", type=float, default=0.0,
+                   help="interrupt each run after this long and report it as far as it got (partial)")
     p.add_argument("--json", type=Path, default=None, help="also write every figure to this JSON file")
     p.add_argument("--aggregate", type=int, nargs=2, default=None, metavar=("TRACES", "STRATEGIES"),
                    help="only time the aggregation of this many stored task rows (e.g. 10000 30)")
@@ -406,11 +428,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"aggregated {r['tasks']:,} task rows in {r['seconds']:.1f} s "
               f"({r['seconds'] / r['tasks'] * 1000:.2f} s per 1,000 tasks); load average {os.getloadavg()[0]:.1f}")
         return 0
+    if "ray" in args.executors and importlib.util.find_spec("ray") is None:
+        print("Ray is not installed (pip install 'compaction-bench[ray]'): measuring the process pool only")
+        args.executors = [e for e in args.executors if e != "ray"]
     dist, origin = distribution(args.real, args.weight)
     srcs = sources(dist)
     print(f"lengths from {origin}: {BINS} equal-weight bins (median agent calls / content chars -> scenario "
           f"-> its seed 0's calls / chars)")
-    for b, s in zip(dist, srcs):
+    for b, s in zip(dist, srcs, strict=True):
         calls, chars = realised(s)
         print(f"  {b.calls:>5} calls {b.chars:>9,} chars -> {s:<40} -> {calls:>5} calls {chars:>9,} chars")
     if args.derive:
@@ -429,7 +454,8 @@ def main(argv: list[str] | None = None) -> int:
         print(HEADER, flush=True)
         for n in sizes:
             for ex in args.executors:
-                r = measure(n, ex, args.workers, out, srcs, detail=args.detail, report=args.report)
+                r = measure(n, ex, args.workers, out, srcs, detail=args.detail, report=args.report,
+                            max_seconds=args.max_seconds)
                 results.append(r)
                 print(row(r), flush=True)
                 if args.json:

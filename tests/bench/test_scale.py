@@ -375,3 +375,5 @@ def test_perf_scale_measures_a_tiny_process_pool_run(tmp_path):
     assert r["workers_mb"] >= r["worker_mb"] and r["output_mb"] > 0 and r["cpu_s_per_task"] > 0
     assert len(pd.read_parquet(tmp_path / "scale-process-1" / "data" / "results")) == 8
     assert "tasks/s" in ps.HEADER and ps.row(r).startswith("process")
+    cut = ps.measure(1, "process", 2, tmp_path, src, interval=0.05, max_seconds=0.01)
+    assert cut["executor"] == "process (partial)" and cut["tasks"] <= 8  # stopped at once, measured anyway
