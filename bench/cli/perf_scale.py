@@ -343,16 +343,17 @@ def row(r: dict[str, float]) -> str:
 
 def extrapolate(r: dict[str, float], traces: int, strategies: int, machines: tuple[int, ...], cores: int) -> list[str]:
     """Hours for ``traces × strategies`` on M machines of ``cores`` cores: CPU s/task × tasks / cores,
-    and the ceiling one main process sets (its own CPU s per task)."""
+    sharded (``--shard i/M``: every machine its own main process) and with one main process (one Ray
+    driver), whose own CPU seconds per task set a floor however many machines there are."""
     tasks = traces * strategies
     lines = [f"{traces:,} sessions × {strategies} strategies = {tasks:,} tasks at {r['cpu_s_per_task']:.3f} CPU s/task "
-             f"({r['executor']}; {cores} cores per machine):"]
+             f"({r['executor']}; {cores} cores per machine): sharded / one main process"]
     floor = tasks * r["main_cpu_s_per_task"]
     for m in machines:
-        hours = max(tasks * r["cpu_s_per_task"] / (m * cores), floor) / 3600
-        lines.append(f"  {m:>4} machine{'s' if m > 1 else ' '}: {hours:7.2f} h")
+        hours = tasks * r["cpu_s_per_task"] / (m * cores) / 3600
+        lines.append(f"  {m:>4} machine{'s' if m > 1 else ' '}: {hours:7.2f} h / {max(hours, floor / 3600):7.2f} h")
     lines.append(f"  ceiling: one main process spends {r['main_cpu_s_per_task'] * 1000:.1f} CPU ms per task, so no "
-                 f"number of machines finishes in under {floor / 3600:.2f} h")
+                 f"number of machines behind it finishes in under {floor / 3600:.2f} h")
     return lines
 
 

@@ -358,8 +358,9 @@ def test_perf_scale_extrapolation_and_estimate_arithmetic():
          "seconds": 60.0, "load_mean": 2.0}
     lines = ps.extrapolate(r, 10_000, 40, (1, 10), cores=2)
     assert "400,000 tasks" in lines[0]
-    assert "20.00 h" in lines[1]  # 400,000 × 0.36 s / 2 cores
-    assert "2.00 h" in lines[2]  # ten machines
+    assert "20.00 h /   20.00 h" in lines[1]  # 400,000 × 0.36 s / 2 cores
+    assert "2.00 h /    2.00 h" in lines[2]  # ten machines (the main process's floor is 0.40 h)
+    assert "0.02 h /    0.40 h" in ps.extrapolate(r, 10_000, 40, (1000,), cores=2)[1]  # one main: its floor
     assert "under 0.40 h" in lines[3]  # the main process's own CPU
     assert "about 100 min" in ps.estimate(r, 10_000)  # 100 × 60 s
 
