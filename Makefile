@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: setup bench bench-real tune test test-slow perf perf-scale fuzz lint clean
+.PHONY: setup bench bench-real tune test test-slow perf perf-scale perf-scale-estimate fuzz lint clean
 
 setup: $(STAMP)
 
@@ -39,10 +39,15 @@ test-slow: setup
 perf: setup
 	$(BIN)/python -m bench.cli.perf
 
-# Memory and throughput of a big synthetic run (not a test): SCALE="1000 10000" traces.
-SCALE ?= 1000 10000
+# Throughput and memory at scale (not a test): SCALE sessions of real size (the length deciles of
+# ../shared/traces) x 8 strategies, on the process pool and a local Ray instance side by side.
+# `make perf-scale-estimate` times SCALE_ESTIMATE sessions first and predicts the SCALE run's time.
+SCALE ?= 10000
+SCALE_ESTIMATE ?= 100
 perf-scale: setup
 	$(BIN)/python -m bench.cli.perf_scale --traces $(SCALE)
+perf-scale-estimate: setup
+	$(BIN)/python -m bench.cli.perf_scale --estimate $(SCALE_ESTIMATE) --traces $(SCALE)
 
 # Every registered importer fed FUZZ_VARIANTS mutated files (seeded from ../shared/traces when there, else
 # from our fixtures), each read, written natively and replayed; fails on a crash, hang or unnamed error.

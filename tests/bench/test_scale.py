@@ -312,3 +312,69 @@ def test_one_pass_probe_scores_equal_the_pandas_ones():
     assert probe_scores(cases[2])["cliff_round"] == 3 and probe_scores(cases[1])["false_positive_rate"] == 1 / 3
     assert probe_scores(cases[2])["compaction_retention"] == 2 / 5  # pooled over rounds, not a mean of rounds
     assert math.isnan(probe_scores(cases[0])["compaction_retention"])  # never compacted
+
+
+# `make perf-scale` (bench.cli.perf_scale): the tool's plumbing at tiny N.
+
+def test_perf_scale_bins_weigh_each_agent_alike():
+    from bench.cli import perf_scale as ps
+
+    # 90 one-call Aider chats of 1,000 chars beside 10 long Claude Code sessions of 500K chars
+    lengths = [("aider", 1, 1_000)] * 90 + [("claude-code", 200, 500_000)] * 10
+    by_session = ps.bins(lengths, k=10, weight="session")
+    by_agent = ps.bins(lengths, k=10, weight="agent")
+    assert sum(b.chars == 500_000 for b in by_session) == 1  # one bin in ten: 10 % of the sessions
+    assert sum(b.chars == 500_000 for b in by_agent) == 5  # half the weight: one agent of two
+    assert [b.calls for b in by_agent] == [1] * 5 + [200] * 5
+    with pytest.raises(ValueError, match="cannot fill 10"):
+        ps.bins(lengths[:3], k=10)
+
+
+def test_perf_scale_sources_are_distinct_resolvable_and_sized_by_the_bin():
+    from bench.cli import perf_scale as ps
+    from traces.scenarios import resolve
+
+    srcs = ps.sources((ps.Bin(1, 100), ps.Bin(1, 200), ps.Bin(300, 900_000)))
+    assert len(set(srcs)) == 3  # two bins below the floor still make two sources (one token apart)
+    specs = [resolve(s.removeprefix("synthetic:")) for s in srcs]
+    assert [s.tokens for s in specs] == [ps.MIN_TOKENS, ps.MIN_TOKENS + 1, 250_000]
+    assert specs[2].turns == 10 and specs[0].turns == 1
+    assert ps.distribution(None) == (ps.FALLBACK_BINS, ps.distribution(None)[1])
+    assert len(ps.FALLBACK_BINS) == ps.BINS
+
+
+def test_perf_scale_derives_the_bins_from_the_real_traces(shared_traces):
+    from bench.cli import perf_scale as ps
+
+    dist, origin = ps.distribution(shared_traces)
+    assert len(dist) == ps.BINS and "weighted per agent" in origin
+    assert [b.chars for b in dist] == sorted(b.chars for b in dist)
+
+
+def test_perf_scale_extrapolation_and_estimate_arithmetic():
+    from bench.cli import perf_scale as ps
+
+    r = {"executor": "process", "cpu_s_per_task": 0.36, "main_cpu_s_per_task": 0.0036, "traces": 100,
+         "seconds": 60.0, "load_mean": 2.0}
+    lines = ps.extrapolate(r, 10_000, 40, (1, 10), cores=2)
+    assert "400,000 tasks" in lines[0]
+    assert "20.00 h /   20.00 h" in lines[1]  # 400,000 × 0.36 s / 2 cores
+    assert "2.00 h /    2.00 h" in lines[2]  # ten machines (the main process's floor is 0.40 h)
+    assert "0.02 h /    0.40 h" in ps.extrapolate(r, 10_000, 40, (1000,), cores=2)[1]  # one main: its floor
+    assert "under 0.40 h" in lines[3]  # the main process's own CPU
+    assert "about 100 min" in ps.estimate(r, 10_000)  # 100 × 60 s
+
+
+def test_perf_scale_measures_a_tiny_process_pool_run(tmp_path):
+    """One 2K-token session × 8 strategies on 2 pool workers: the figures come from the run's tree."""
+    from bench.cli import perf_scale as ps
+
+    src = ["synthetic:" + ps.Bin(1, 100).scenario]
+    r = ps.measure(1, "process", 2, tmp_path, src, interval=0.05)
+    assert r["traces"] == 1 and r["tasks"] == len(ps.STRATEGIES) == 8
+    assert r["main_mb"] > 30 and r["workers"] >= 1 and r["worker_mb"] > 30
+    assert r["workers_mb"] >= r["worker_mb"] and r["output_mb"] > 0 and r["cpu_s_per_task"] > 0
+    assert len(pd.read_parquet(tmp_path / "scale-process-1" / "data" / "results")) == 8
+    assert "tasks/s" in ps.HEADER and ps.row(r).startswith("process")
+    cut = ps.measure(1, "process", 2, tmp_path, src, interval=0.05, max_seconds=0.01)
+    assert cut["executor"] == "process (partial)" and cut["tasks"] <= 8  # stopped at once, measured anyway
