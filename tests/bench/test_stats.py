@@ -185,3 +185,16 @@ def test_agreement_of_two_judges_with_cohens_kappa():
     assert agreement([True, True], [True, True]).kappa == 1.0  # chance agreement already 1
     assert agreement([True, False], [False, True]).kappa == pytest.approx(-1.0)
     assert agreement([None], [True]).n == 0
+
+
+def test_the_paired_bootstrap_is_the_same_in_any_chunking(monkeypatch):
+    """Memory is bounded by CHUNK_DRAWS, not by the trace count, and the result does not depend on it."""
+    import numpy as np
+
+    from bench.scoring import stats
+
+    rng = np.random.default_rng(3)
+    a, b, w = rng.random(700), rng.random(700), rng.random(700) + 0.1
+    whole = (stats.paired_bootstrap(a, b), stats.paired_bootstrap(a, b, weights=w))
+    monkeypatch.setattr(stats, "CHUNK_DRAWS", 7_000)  # 10 resamples a chunk
+    assert (stats.paired_bootstrap(a, b), stats.paired_bootstrap(a, b, weights=w)) == whole
