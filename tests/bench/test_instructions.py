@@ -141,6 +141,16 @@ def test_the_instructions_constraint_parses_and_binds():
 
 # --- re-injection --------------------------------------------------------------------------------------
 
+def checks(steps: int) -> list[Message]:
+    """``steps`` large Bash outputs, enough to cross a 200K window, then a last answer."""
+    msgs = []
+    for k in range(steps):
+        out = "\n".join(f"step {k} row {j}: status ok, nothing to report" for j in range(500))
+        msgs += [Message("assistant", (Text(f"Check {k}."), ToolUse(f"b{k}", "Bash", {"command": f"check {k}"}))),
+                 Message("user", (ToolResult(f"b{k}", out),))]
+    return [*msgs, Message.text_message("assistant", "Done.")]
+
+
 def skill_session(steps: int = 60) -> Trace:
     """A skill loaded in the first turn, then enough large outputs to cross a 200K window."""
     rules = sr.draw_rules(__import__("random").Random(7), 3)
@@ -153,11 +163,7 @@ def skill_session(steps: int = 60) -> Trace:
             Message.text_message("user", body, meta={"injected": True}),
             Message.text_message("assistant", "Skill loaded."),
             Message.text_message("user", "Good, now run the checks.")]  # the latest request is not the skill
-    for k in range(steps):
-        out = "\n".join(f"step {k} row {j}: status ok, nothing to report" for j in range(500))
-        msgs += [Message("assistant", (Text(f"Check {k}."), ToolUse(f"b{k}", "Bash", {"command": f"check {k}"}))),
-                 Message("user", (ToolResult(f"b{k}", out),))]
-    msgs.append(Message.text_message("assistant", "Done."))
+    msgs += checks(steps)
     needles = tuple(Needle(f"skill-{i}", "skill", r.text, r.question, r.answer, 4) for i, r in enumerate(rules))
     return Trace("skill-session", tuple(msgs), agent="claude-code", needles=needles)
 
@@ -218,11 +224,7 @@ def claude_md_session(steps: int = 60) -> Trace:
             Message("user", (Text(reminder), Text("Please tidy the build scripts."))),
             Message.text_message("assistant", "On it."),
             Message.text_message("user", "Good, now run the checks.")]  # the latest request is not the first turn
-    for k in range(steps):
-        out = "\n".join(f"step {k} row {j}: status ok, nothing to report" for j in range(500))
-        msgs += [Message("assistant", (Text(f"Check {k}."), ToolUse(f"b{k}", "Bash", {"command": f"check {k}"}))),
-                 Message("user", (ToolResult(f"b{k}", out),))]
-    msgs.append(Message.text_message("assistant", "Done."))
+    msgs += checks(steps)
     needles = tuple(Needle(f"rule-{i}", "instruction", r.text, r.question, r.answer, 1) for i, r in enumerate(rules))
     return Trace("claude-md-session", tuple(msgs), agent="claude-code", needles=needles)
 
