@@ -60,13 +60,14 @@ def pair_table(results: pd.DataFrame, order: list[str], metric: str, resamples: 
     fmt = bv._signed(metric)
     head = "<tr><th>row − column</th>" + "".join(f"<th>{html.escape(s)}</th>" for s in names) + "</tr>"
     body = []
+    wide = bv.per_trace(results, metric)  # once for the n × n pairs
     for a in names:
         cells = [f"<td class=name>{html.escape(a)}</td>"]
         for b in names:
             if a == b:
                 cells.append("<td class=cmp>·</td>")
                 continue
-            c = bv.paired(results, b, a, metric, resamples=resamples, weight=weight)
+            c = bv.paired(results, b, a, metric, resamples=resamples, weight=weight, wide=wide)
             if c.n == 0:
                 cells.append("<td class=cmp>—</td>")
                 continue

@@ -568,12 +568,20 @@ def _per_trace(metric: str, v: float) -> str:
         if metric.startswith("cost") else f"{metric} {_fmt(metric, v)}"
 
 
-def paired(results: pd.DataFrame, a: str, b: str, metric: str = "cost", *, resamples: int = stats.DEFAULT_B,
-           seed: int = 0, weight: str | None = "equal") -> stats.PairedComparison:
-    """Paired bootstrap of mean(b − a) on ``metric`` over the traces both finished without error
-    (``weight``: how each trace counts, ``trace_weights``)."""
+def per_trace(results: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """``metric`` of every trace (rows) and strategy (columns) that finished without error: what
+    ``paired`` pairs. A caller comparing many pairs on one metric builds it once and passes it."""
     ok = results[results.get("error", pd.Series("", index=results.index)).fillna("").astype(str) == ""]
-    wide = ok.pivot_table(index="trace", columns="strategy", values=metric, aggfunc="first")
+    return ok.pivot_table(index="trace", columns="strategy", values=metric, aggfunc="first")
+
+
+def paired(results: pd.DataFrame, a: str, b: str, metric: str = "cost", *, resamples: int = stats.DEFAULT_B,
+           seed: int = 0, weight: str | None = "equal", wide: pd.DataFrame | None = None) -> stats.PairedComparison:
+    """Paired bootstrap of mean(b − a) on ``metric`` over the traces both finished without error
+    (``weight``: how each trace counts, ``trace_weights``; ``wide``: ``per_trace(results, metric)`` if
+    the caller has it)."""
+    if wide is None:
+        wide = per_trace(results, metric)
     if a not in wide or b not in wide:
         return stats.paired_bootstrap([], [], resamples=resamples, seed=seed)
     pair = wide[[a, b]].dropna()

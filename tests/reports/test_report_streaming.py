@@ -389,3 +389,37 @@ def test_compaction_pages_from_frames_match_pages_from_the_run(tmp_path: Path) -
     whole = _pages(run_dir)
     compactions.write(run_dir, strategies, streamed)
     assert _pages(run_dir) == whole and b"<pre>summary</pre>" in whole["llm.html"]
+
+
+def test_a_jsonl_export_read_for_one_strategy_parses_only_lines_that_can_match(tmp_path, monkeypatch):
+    """The per-strategy read skips lines without the strategy's value unparsed, and keeps exactly the
+    rows a full parse would: a value that stands elsewhere in the line (here a key), or escaped differently
+    (non-ASCII written raw or as \\u escapes), still matches rightly; positions count every line."""
+    import json as _json
+
+    from reports import batches
+
+    rows = [{"strategy": "codex", "text": "x"}, {"strategy": "none", "text": "z", "codex": True},
+            {"strategy": "café", "text": "raw"}, {"strategy": "codex", "text": "y"}]
+    path = tmp_path / "events.jsonl"
+    path.write_text(_json.dumps(rows[0]) + "\n" + _json.dumps(rows[1]) + "\n"
+                    + _json.dumps(rows[2], ensure_ascii=False) + "\n" + _json.dumps(rows[3]) + "\n", encoding="utf-8")
+    parsed = []
+    real = _json.loads
+    monkeypatch.setattr(batches.json, "loads", lambda s: parsed.append(s) or real(s))
+    codex = pd.concat(list(batches._jsonl(path, None, {"strategy": "codex"})))
+    assert codex.text.tolist() == ["x", "y"] and codex._pos.tolist() == [0, 3]
+    assert len(parsed) == 3  # "none"'s line holds "codex" as a key, so it is parsed, then refused
+    cafe = pd.concat(list(batches._jsonl(path, None, {"strategy": "café"})))
+    assert cafe.text.tolist() == ["raw"] and cafe._pos.tolist() == [2]
+
+
+def test_pairs_from_one_wide_table_equal_pairs_built_alone():
+    from bench.decide import verdict as bv
+
+    results = pd.DataFrame({"trace": ["t1", "t2", "t3"] * 3, "strategy": ["a"] * 3 + ["b"] * 3 + ["c"] * 3,
+                            "cost": [1.0, 2.0, 3.0, 1.5, 2.5, 2.0, 0.5, 0.7, 0.9], "error": [""] * 8 + ["boom"]})
+    wide = bv.per_trace(results, "cost")
+    for x, y in (("a", "b"), ("b", "c"), ("a", "c")):
+        assert bv.paired(results, x, y, "cost", resamples=200, wide=wide) == bv.paired(results, x, y, "cost",
+                                                                                          resamples=200)
