@@ -494,10 +494,11 @@ def _against_best(c: Constraint, agg: pd.DataFrame, results: pd.DataFrame, reaso
         return
     higher = c.op.startswith(">")
     best = max(admitted, key=lambda s: (values[s] if higher else -values[s], s == BASELINE))
+    wide = per_trace(results, c.metric)  # one pivot for every pair against the best
     for s in admitted:
         if s == best:
             continue
-        p = paired(results, best, s, c.metric, resamples=resamples, seed=seed, weight=weight)
+        p = paired(results, best, s, c.metric, resamples=resamples, seed=seed, weight=weight, wide=wide)
         worse = values[s] < values[best] if higher else values[s] > values[best]
         if p.n < 2 and worse:  # no test on fewer than two paired traces: any loss counts, said as such
             reasons_of[s].append(f"{c.metric} {_fmt(c.metric, values[s])}, below {best}'s "
@@ -627,9 +628,11 @@ def neighbours(results: pd.DataFrame, metric: str = "cost", *, resamples: int = 
     cols = ["family", "parameter", "a", "b", "value_a", "value_b", "metric", "n", "mean_diff", "ci_low", "ci_high",
             "verdict", "text"]
     rows = []
+    wide: pd.DataFrame | None = None
     for family, key, members in sweep_members(results):
+        wide = per_trace(results, metric) if wide is None else wide  # one pivot for every neighbouring pair
         for (va, a), (vb, b) in zip(members, members[1:], strict=False):
-            c = paired(results, a, b, metric, resamples=resamples, seed=seed, weight=weight)
+            c = paired(results, a, b, metric, resamples=resamples, seed=seed, weight=weight, wide=wide)
             rows.append({"family": family, "parameter": key, "a": a, "b": b, "value_a": va, "value_b": vb,
                          "metric": metric, "n": c.n, "mean_diff": c.mean_diff, "ci_low": c.ci_low,
                          "ci_high": c.ci_high, "verdict": c.verdict,
