@@ -202,3 +202,29 @@ def test_every_pair_equals_paired_one_pair_at_a_time(weight):
             if a != b:
                 assert repr(pair(a, b)) == repr(bv.paired(results, a, b, "cost", resamples=300, weight=weight,
                                                           wide=wide))  # repr: nan == nan
+
+
+@pytest.mark.parametrize("size", [5_000, 100])
+def test_exact_percentiles_read_a_one_batch_scan_once(size):
+    """One batch: passes 2 and 3 use it rather than scanning again; more: every pass scans. The
+    figures are numpy's either way."""
+    from reports import callstats
+
+    rng = np.random.default_rng(12)
+    groups = rng.choice(["x", "y", "z"], 5_000)
+    values = np.round(rng.lognormal(0, 0.4, 5_000), 2)
+    values[::89] = np.nan
+    scans = []
+
+    def scan():
+        scans.append(1)
+        for i in range(0, len(values), size):
+            yield groups[i:i + size], values[i:i + size]
+
+    got = callstats.exact_percentiles(scan, (10, 50, 99.9))
+    assert len(scans) == (1 if size >= len(values) else 3)
+    for g in ("x", "y", "z"):
+        v = values[(groups == g) & ~np.isnan(values)]
+        assert got[g]["n"] == len(v)
+        for q in (10, 50, 99.9):
+            assert got[g][f"p{q:g}"] == float(np.percentile(v, q))
