@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from bench.decide import verdict as bv
-from bench.scoring import stats
 from bench.run.store import atomic_write
+from bench.scoring import stats
 
 
 def write(run_dir: Path, v: bv.Verdict) -> Path:
