@@ -16,7 +16,8 @@ points with a seeded jitter need that order to draw the same picture from either
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -72,13 +73,99 @@ def _csv(path: Path, want: list[str] | None, match: dict[str, str]) -> Iterator[
             yield chunk
 
 
+def _framed(rows: Iterable[dict]) -> Iterator[pd.DataFrame]:
+    """Rows (already projected and numbered) as frames of ``BATCH_ROWS``."""
+    buffer: list[dict] = []
+    for row in rows:
+        buffer.append(row)
+        if len(buffer) >= BATCH_ROWS:
+            yield pd.DataFrame(buffer)
+            buffer = []
+    if buffer:
+        yield pd.DataFrame(buffer)
+
+
+def _needles(value: str) -> tuple[str, str]:
+    """How a writer may spell ``value`` in a JSON line (ASCII-escaped or raw)."""
+    return json.dumps(value), json.dumps(value, ensure_ascii=False)
+
+
+class ByStrategy:
+    """``batches(run_dir, table, columns, strategy=s, rows=rows)`` for one strategy after another,
+    the same frames, for the compaction pages (one strategy each).
+
+    A JSONL export is read once for an index (strategy → byte offset, length and line number of its
+    lines) and each strategy then reads only its own lines: scanning the whole export again per
+    strategy (45 strategies × events and summaries) was most of the report's time on ``make bench``.
+    The index holds three integers per line, never a row. A line is indexed under a strategy by the
+    rule ``_jsonl`` applies (the value spelled in the line and equal once parsed), so the rows kept,
+    their order and their batches are the same. The CSV export and the Parquet store are read per
+    strategy as before (the store filters in the scan)."""
+
+    def __init__(self, run_dir: Path, table: str, columns: Sequence[str] | None = None, *, rows: bool = False
+                 ) -> None:
+        from bench.run import store
+
+        self.run_dir, self.table, self.columns, self.rows = Path(run_dir), table, columns, rows
+        export = self.run_dir / store.EXPORTS[table]
+        self.export = export if export.is_file() and export.suffix == ".jsonl" else None
+        self._index: dict[str, tuple[array, array, array]] | None = None
+
+    def __call__(self, strategy: str) -> Iterator[pd.DataFrame]:
+        if self.export is None:
+            yield from batches(self.run_dir, self.table, self.columns, strategy=strategy, rows=self.rows)
+            return
+        if self._index is None:
+            self._index = _jsonl_index(self.export, "strategy")
+        want = None if self.columns is None else list(dict.fromkeys([*self.columns, "strategy"]))
+        found = self._index.get(strategy)
+        if found is not None:
+            yield from _framed(_jsonl_rows(self.export, *found, want))
+
+
+def _jsonl_index(path: Path, key: str) -> dict[str, tuple[array, array, array]]:
+    """Per value of ``key`` (a string): the offsets, byte lengths and line numbers (blank lines not
+    counted, as ``_jsonl`` numbers them) of the lines ``_jsonl(path, _, {key: value})`` keeps.
+    Read as text with ``newline=""``: the same line breaks as ``_jsonl``'s universal newlines, the
+    bytes of each line counted as written."""
+    index: dict[str, tuple[array, array, array]] = {}
+    spelled: dict[str, tuple[str, str]] = {}
+    offset = pos = 0
+    with path.open(encoding="utf-8", newline="") as f:
+        for line in f:
+            size = len(line.encode("utf-8"))
+            if line.strip():
+                value = json.loads(line).get(key)
+                if isinstance(value, str):
+                    a, b = spelled.get(value) or spelled.setdefault(value, _needles(value))
+                    if a in line or b in line:
+                        entry = index.get(value) or index.setdefault(value, (array("q"), array("q"), array("q")))
+                        entry[0].append(offset)
+                        entry[1].append(size)
+                        entry[2].append(pos)
+                pos += 1
+            offset += size
+    return index
+
+
+def _jsonl_rows(path: Path, offsets: array, sizes: array, positions: array, want: list[str] | None
+                ) -> Iterator[dict]:
+    with path.open("rb") as f:
+        for offset, size, pos in zip(offsets, sizes, positions, strict=True):
+            f.seek(offset)
+            row = json.loads(f.read(size).decode("utf-8"))
+            row = row if want is None else {k: row[k] for k in want if k in row}
+            row["_pos"] = row["_seq"] = pos
+            yield row
+
+
 def _jsonl(path: Path, want: list[str] | None, match: dict[str, str]) -> Iterator[pd.DataFrame]:
     """A JSONL export's rows; with ``match``, a line that does not hold each wanted value as a JSON string
     (either escaping) is not parsed: the report reads one strategy at a time, and parsing every line for
     each strategy was most of its time on a small run."""
     buffer: list[dict] = []
     start = 0
-    needles = [(json.dumps(v), json.dumps(v, ensure_ascii=False)) for v in match.values()]
+    needles = [_needles(v) for v in match.values()]
     with path.open(encoding="utf-8") as f:
         for line in f:
             if not line.strip():

@@ -223,6 +223,24 @@ def _free(box: np.ndarray, taken: list[tuple[float, float, float, float]]) -> np
     return miss.all(axis=1)
 
 
+SPOT_CHUNK = 256
+"""Candidates tested against the taken boxes at a time (nearest first): the first free one is the
+answer, and it is almost always among the first few, so testing all ~13,000 was wasted work."""
+
+
+def _first_free(box: np.ndarray, inside: np.ndarray, taken: list[tuple[float, float, float, float]]) -> int:
+    """The first candidate (in order) inside the frame that misses every taken box, else 0 (nowhere
+    free, not seen in practice: beside the point): ``flatnonzero(inside & _free(box, taken))[0]``, in
+    chunks of candidates, stopping at the first chunk that holds one."""
+    candidates = np.flatnonzero(inside)
+    for start in range(0, len(candidates), SPOT_CHUNK):
+        chunk = candidates[start:start + SPOT_CHUNK]
+        ok = chunk[_free(box[chunk], taken)]
+        if len(ok):
+            return int(ok[0])
+    return 0
+
+
 LEADER_PX = 45.0
 """A label further than this from its point counts as far; more than ``FAR_LABELS`` far labels and
 the chart numbers its points instead, with a key beside the plot (a tangle of leaders is unreadable)."""
@@ -251,8 +269,7 @@ def _spots(ax: Axes, points: np.ndarray, labels: Sequence[str], taken: list[tupl
         x0 = px + offsets[:, 0] - np.where(left, extent.width, 0) - pad
         box = np.column_stack([x0, py + offsets[:, 1] - height / 2, x0 + width, py + offsets[:, 1] + height / 2])
         inside = (box[:, 0] >= frame.x0) & (box[:, 2] <= frame.x1) & (box[:, 1] >= frame.y0) & (box[:, 3] <= frame.y1)
-        ok = np.flatnonzero(inside & _free(box, taken))
-        pick = int(ok[0]) if len(ok) else 0  # nowhere free (not seen in practice): beside the point
+        pick = _first_free(box, inside, taken)
         taken.append(tuple(box[pick]))
         out.append((float(offsets[pick][0]), float(offsets[pick][1]), pick >= len(near)))
     return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -59,20 +59,53 @@ def from_frames(events: pd.DataFrame, summaries: pd.DataFrame, probes: pd.DataFr
 
 def from_run(run_dir: Path) -> Records:
     """``Records`` read from the run folder one strategy at a time (``reports.batches``, filtered
-    while reading): a page holds its own strategy's rows, never the run's."""
+    while reading): a page holds its own strategy's rows, never the run's. A JSONL export is indexed
+    once (``batches.ByStrategy``) and a probes.csv export folded once into every strategy's lost
+    needles (only those are kept), rather than each read whole again for every strategy."""
+    from bench.run import store
     from reports import batches
 
+    events = batches.ByStrategy(run_dir, "events", rows=True)
+    summaries = batches.ByStrategy(run_dir, "summaries", ("trace", "strategy", "call", "text"), rows=True)
+    probes_csv = (Path(run_dir) / store.EXPORTS["probes"]).suffix == ".csv" \
+        and (Path(run_dir) / store.EXPORTS["probes"]).is_file()
+    every: list[dict[str, Lost]] = []
+
     def read(strategy: str) -> tuple[pd.DataFrame, pd.DataFrame | None, Lost]:
-        e = batches.in_order(batches.batches(run_dir, "events", strategy=strategy, rows=True))
-        s = batches.in_order(batches.batches(run_dir, "summaries", ("trace", "strategy", "call", "text"),
-                                             strategy=strategy, rows=True))
-        lost: Lost = {}
-        for p in batches.batches(run_dir, "probes", ("trace", "strategy", "moment", "call", "needle", "needle_kind",
-                                                     "retained"), strategy=strategy):
-            for at, needles in lost_needles(p).items():  # only the lost ones are kept, batch by batch
-                lost.setdefault(at, []).extend(needles)
+        e = batches.in_order(events(strategy))
+        s = batches.in_order(summaries(strategy))
+        if probes_csv:
+            if not every:
+                every.append(_lost_by_strategy(batches.batches(run_dir, "probes", PROBE_COLUMNS)))
+            lost = every[0].get(strategy, {})
+        else:
+            lost = {}
+            for p in batches.batches(run_dir, "probes", PROBE_COLUMNS, strategy=strategy):
+                for at, needles in lost_needles(p).items():  # only the lost ones are kept, batch by batch
+                    lost.setdefault(at, []).extend(needles)
         return e, s if len(s) and "strategy" in s else None, lost
     return read
+
+
+PROBE_COLUMNS = ("trace", "strategy", "moment", "call", "needle", "needle_kind", "retained")
+
+
+def _lost_by_strategy(frames: Iterable[pd.DataFrame]) -> dict[str, Lost]:
+    """Every strategy's lost needles from one pass over the probes: each batch split by the rule
+    ``batches`` filters a CSV export with for one strategy (``strategy`` as text equal to the name),
+    so each strategy gets what its own read would have given, in the same order."""
+    out: dict[str, Lost] = {}
+    for p in frames:
+        if "strategy" not in p:
+            continue
+        names = p["strategy"].astype(str)
+        for name in pd.unique(names):
+            if not isinstance(name, str):
+                continue
+            lost = out.setdefault(name, {})
+            for at, needles in lost_needles(p[names == name]).items():
+                lost.setdefault(at, []).extend(needles)
+    return out
 
 
 def write(run_dir: Path, strategies: list[str], records: Records) -> dict[str, str]:
@@ -94,8 +127,9 @@ def write(run_dir: Path, strategies: list[str], records: Records) -> dict[str, s
         with (folder / name).open("w", encoding="utf-8") as out:  # trace by trace: the page is never one string
             out.write(head.format(title=html.escape(f"{strategy}: its compactions"), note=note))
             wrote = False
+            texts = _summary_texts(s)
             for trace, g in e.groupby("trace", sort=True):
-                out.write(_trace_html(trace, g, s, lost_at))
+                out.write(_trace_html(trace, g, s, lost_at, texts))
                 wrote = True
             if not wrote:
                 out.write("<p class=muted>This strategy did nothing on any trace.</p>")
@@ -104,22 +138,74 @@ def write(run_dir: Path, strategies: list[str], records: Records) -> dict[str, s
     return links
 
 
-def _trace_html(trace: object, g: pd.DataFrame, s: pd.DataFrame | None, lost_at: Lost) -> str:
-    """One trace's events: call, kind, hook, tokens before → after, messages, detail, lost needles, summary."""
+def _missing(value: object) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
+
+
+def _summary_texts(s: pd.DataFrame | None) -> dict[tuple[object, object], object]:
+    """(trace, call) → the first summary text written there, in ``s``'s order: what filtering the
+    strategy's summaries on trace and call found for each event, looked up instead of filtered per
+    event (that filter was most of the pages' time). Keys compare as the filter did (``==``, so
+    call 3 finds 3.0); a missing trace or call matches nothing, as there."""
+    if s is None or not {"trace", "call", "text"} <= set(s.columns):
+        return {}
+    out: dict[tuple[object, object], object] = {}
+    for trace, call, text in zip(s.trace.tolist(), s.call.tolist(), s.text.tolist(), strict=True):
+        if _missing(trace) or _missing(call):
+            continue
+        try:
+            out.setdefault((trace, call), text)
+        except TypeError:  # an unhashable value equals no event's trace or call
+            continue
+    return out
+
+
+def _event_rows(g: pd.DataFrame) -> list[dict[str, object]]:
+    """``g``'s rows as ``iterrows`` gives them (its ``values``, one object row each), without a Series
+    per row. ``iterrows`` builds each row's Series from that object row, which stays as it is unless
+    every value in it is text (then pandas would infer a string dtype and turn None into NaN): a
+    column of integers rules that out; without one, ``iterrows`` itself is used."""
+    columns = g.columns.tolist()
+    values = g.values
+    if values.dtype == object and not any(pd.api.types.is_integer_dtype(t) or pd.api.types.is_bool_dtype(t)
+                                          for t in g.dtypes):
+        return [{c: r[c] for c in columns} for _, r in g.iterrows()]
+    return [dict(zip(columns, v, strict=True)) for v in values]
+
+
+def _trace_html(trace: object, g: pd.DataFrame, s: pd.DataFrame | None, lost_at: Lost,
+                texts: dict[tuple[object, object], object] | None = None) -> str:
+    """One trace's events: call, kind, hook, tokens before → after, messages, detail, lost needles, summary.
+
+    ``texts``: ``_summary_texts(s)``, when the caller has it for the strategy (once, not per trace)."""
+    if texts is None:
+        texts = _summary_texts(s)
     rows = []
-    for _, r in g.sort_values("call").iterrows():
+    for r in _event_rows(g.sort_values("call")):
+        call = r["call"]
         text = ""
-        if s is not None and r.kind in ("summarize", "handoff"):
-            hit = s[(s.trace == trace) & (s.call == r.call)]
-            text = "" if hit.empty else f"<pre>{html.escape(str(hit.text.iloc[0]))}</pre>"
-        lost = sorted(lost_at.get((str(trace), int(r.call)), []))
+        if s is not None and r["kind"] in ("summarize", "handoff"):
+            hit = _lookup(texts, trace, call)
+            text = "" if hit is _NONE else f"<pre>{html.escape(str(hit))}</pre>"
+        lost = sorted(lost_at.get((str(trace), int(call)), []))
         lost_html = f'<div class=lost>needles lost here: {html.escape(", ".join(lost))}</div>' if lost else ""
-        rows.append(f"<tr><td class=num>{int(r.call)}</td><td>{html.escape(str(r.kind))}</td>"
+        rows.append(f"<tr><td class=num>{int(call)}</td><td>{html.escape(str(r['kind']))}</td>"
                     f"<td>{html.escape(str(r.get('hook', '')))}</td>"
-                    f"<td class=num>{int(r.tokens_before):,} → {int(r.tokens_after):,}</td>"
+                    f"<td class=num>{int(r['tokens_before']):,} → {int(r['tokens_after']):,}</td>"
                     f"<td class=num>{int(r.get('messages_touched', 0) or 0):,}</td>"
                     f"<td>{html.escape(str(r.get('detail', '') or ''))}{lost_html}{text}</td></tr>")
     return (f"<details open><summary><code>{html.escape(str(trace))}</code>: {len(g)} events</summary>"
             "<table><thead><tr><th>call</th><th>event</th><th>hook</th><th>tokens before → after</th>"
             "<th>messages</th><th>detail, needles lost, summary written</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table></details>")
+
+
+_NONE = object()
+"""No summary at that trace and call (a summary's text may itself be None)."""
+
+
+def _lookup(texts: dict[tuple[object, object], object], trace: object, call: object) -> object:
+    try:
+        return texts.get((trace, call), _NONE)
+    except TypeError:
+        return _NONE

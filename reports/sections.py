@@ -269,6 +269,30 @@ RETENTION_FIXED = frozenset({"retained-verbatim", "recovered-by-reread", "recove
 """``none`` keeps every message, so it keeps every needle: its retention is not a result."""
 
 
+def _first_cells(long: pd.DataFrame, column: str) -> dict[tuple[object, object], tuple[object, object]]:
+    """(strategy, ``column`` value) → the (retention, n) of its first row: what filtering ``long`` on
+    both for each cell of the grid kept, read in one pass. A missing key equals nothing there, so it
+    is left out; keys compare with ``==`` as that filter did."""
+    out: dict[tuple[object, object], tuple[object, object]] = {}
+    for s, c, v, n in zip(long.strategy.tolist(), long[column].tolist(), long.retention.tolist(), long.n.tolist(),
+                          strict=True):
+        if s is None or c is None or pd.isna(s) is True or pd.isna(c) is True:
+            continue
+        try:
+            out.setdefault((s, c), (v, n))
+        except TypeError:  # unhashable: equal to no strategy name or bucket
+            continue
+    return out
+
+
+def _cell(first: dict[tuple[object, object], tuple[object, object]], s: object, c: object
+          ) -> tuple[object, object] | None:
+    try:
+        return first.get((s, c))
+    except TypeError:
+        return None
+
+
 def heat(long: pd.DataFrame, column: str, order: Sequence[str], title: str) -> str:
     """A strategy × ``column`` retention grid; each cell shows its share and its n."""
     if long.empty:
@@ -277,14 +301,15 @@ def heat(long: pd.DataFrame, column: str, order: Sequence[str], title: str) -> s
             if (long[column] == c).any()]
     head = "<tr><th>strategy</th>" + "".join(f"<th class=num>{html.escape(str(c))}</th>" for c in cats) + "</tr>"
     body = []
+    first = _first_cells(long, column)
     for s in [s for s in order if (long.strategy == s).any()]:
         cells = []
         for c in cats:
-            hit = long[(long.strategy == s) & (long[column] == c)]
-            if hit.empty:
+            hit = _cell(first, s, c)
+            if hit is None:
                 cells.append("<td class=num>·</td>")
                 continue
-            v, n = float(hit.retention.iloc[0]), int(hit.n.iloc[0])
+            v, n = float(hit[0]), int(hit[1])
             cells.append(f'<td class=num style="background:hsl({v * 125:.0f},62%,86%)">{v:.0%}'
                          f" <span class=n>n={n}</span></td>")
         body.append(f"<tr><td class=name>{html.escape(s)}</td>{''.join(cells)}</tr>")

@@ -72,17 +72,20 @@ def collect(scan: Callable[[], Iterator[pd.DataFrame]], reserve: int = stats.SUM
         own = pd.to_numeric(b["max_tokens"], errors="coerce") if "max_tokens" in b else pd.Series(np.nan, b.index)
         limits = own.fillna(reserve).to_numpy(dtype=float)
         tokens = b.tokens.to_numpy(dtype=float)
-        for s, idx in b.groupby("strategy").indices.items():
+        groups = b.groupby("strategy").indices
+        texts = {s: b.text.iloc[idx].dropna().astype(str).tolist() for s, idx in groups.items()} if "text" in b else {}
+        if any(texts.values()):  # each distinct text of the batch counted once (a pure function of the text)
+            counter = counter or Tokenizer(UNIT)
+            distinct = list(dict.fromkeys(t for ts in texts.values() for t in ts))
+            counted = dict(zip(distinct, counter.count_many(distinct), strict=True))
+        for s, idx in groups.items():
             total[s] += len(idx)
             limited[s] += int(own.iloc[idx].notna().sum())
             over[s] += int((tokens[idx] > limits[idx]).sum())
             top[s] = max(top.get(s, -np.inf), float(tokens[idx].max()))
             biggest_reserve[s] = max(biggest_reserve.get(s, -np.inf), float(limits[idx].max()))
-            if "text" in b:
-                texts = b.text.iloc[idx].dropna().astype(str).tolist()
-                if texts:
-                    counter = counter or Tokenizer(UNIT)
-                    cl100k[s] += list(counter.count_many(texts))
+            if texts.get(s):
+                cl100k[s] += [counted[t] for t in texts[s]]
         kept = _sample(kept, b)
     cols = ["strategy", "n", *(stats._label(q) for q in stats.QUANTILES), "max", "reserve", "reserve_source",
             "over_reserve", "over_reserve_share", "p50_cl100k", "recorded_agent", "recorded_p50_cl100k", "recorded_n"]
