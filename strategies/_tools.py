@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from bench.context import Message, Text, ToolResult, ToolUse
+from bench.context import Block, Message, Text, ToolResult, ToolUse
 
 
 def tool_names(messages: Sequence[Message]) -> dict[str, str]:
@@ -21,6 +21,17 @@ def tool_names(messages: Sequence[Message]) -> dict[str, str]:
 def tool_inputs(messages: Sequence[Message]) -> dict[str, ToolUse]:
     """tool_use id → the ToolUse block."""
     return {b.id: b for m in messages for b in m.blocks if isinstance(b, ToolUse)}
+
+
+def with_content(b: ToolResult, content: str) -> ToolResult:
+    """``replace(b, content=content)`` without ``dataclasses.replace``'s generic path (~10 us a call,
+    and every strategy that cuts or clears outputs makes one per output per call)."""
+    return ToolResult(b.tool_use_id, content, b.is_error) if type(b) is ToolResult else replace(b, content=content)
+
+
+def with_blocks(m: Message, blocks: tuple[Block, ...]) -> Message:
+    """``m.with_blocks(blocks)`` without the generic path's cost (a subclass takes the generic one)."""
+    return Message(m.role, blocks, m.usage, m.timestamp, m.id, m.meta) if type(m) is Message else m.with_blocks(blocks)
 
 
 def rewrite_results(message: Message, rewrite: Callable[[ToolResult], str | None]) -> Message:
@@ -34,10 +45,10 @@ def rewrite_results(message: Message, rewrite: Callable[[ToolResult], str | None
         if isinstance(b, ToolResult):
             new = rewrite(b)
             if new is not None and new != b.content:
-                b = replace(b, content=new)
+                b = with_content(b, new)
                 changed = True
         blocks.append(b)
-    return replace(message, blocks=tuple(blocks)) if changed else message
+    return with_blocks(message, tuple(blocks)) if changed else message
 
 
 def rewrite_uses(message: Message, rewrite: Callable[[ToolUse], dict | None]) -> Message:
@@ -48,10 +59,10 @@ def rewrite_uses(message: Message, rewrite: Callable[[ToolUse], dict | None]) ->
         if isinstance(b, ToolUse):
             new = rewrite(b)
             if new is not None and new != dict(b.input):
-                b = replace(b, input=new)
+                b = ToolUse(b.id, b.name, new) if type(b) is ToolUse else replace(b, input=new)
                 changed = True
         blocks.append(b)
-    return replace(message, blocks=tuple(blocks)) if changed else message
+    return with_blocks(message, tuple(blocks)) if changed else message
 
 
 def safe_cut(messages: Sequence[Message], index: int) -> int:
@@ -77,6 +88,34 @@ def safe_cut(messages: Sequence[Message], index: int) -> int:
             cut = j + 1
         j += 1
     return cut
+
+
+def clean_cuts(messages: Sequence[Message]) -> list[bool]:
+    """For each index 0 … len(messages): is ``safe_cut(messages, index) == index``? All at once.
+
+    A cut is moved by ``safe_cut`` exactly when a message at or after it answers a call left open
+    before it (the calls before minus the results before, in message order). Walking forward, only
+    the ids a message names change either side, so the count of open calls answered later is kept
+    by difference: O(blocks) for every index, where asking ``safe_cut`` at each is O(index) each (a
+    walk back over a long tool chain, as Aider's split search does, was quadratic)."""
+    later: dict[str, int] = {}  # results at or after the current index, by id
+    for m in messages:
+        for r in m.tool_results:
+            later[r.tool_use_id] = later.get(r.tool_use_id, 0) + 1
+    open_calls: set[str] = set()
+    pending = 0  # open calls that a message at or after the index answers
+    out = [True]
+    for m in messages:
+        uses, results = m.tool_uses, m.tool_results
+        touched = {b.id for b in uses} | {r.tool_use_id for r in results}
+        pending -= sum(1 for i in touched if i in open_calls and later.get(i, 0) > 0)
+        for r in results:
+            later[r.tool_use_id] -= 1
+        open_calls.update(b.id for b in uses)
+        open_calls.difference_update(r.tool_use_id for r in results)
+        pending += sum(1 for i in touched if i in open_calls and later.get(i, 0) > 0)
+        out.append(pending == 0)
+    return out
 
 
 def drop_range(messages: Sequence[Message], start: int, end: int) -> tuple[Message, ...]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from bench.context import MESSAGE_OVERHEAD, Context, Message, ModelProfile, Outcome, Strategy, event
 from strategies._files import is_read_only
-from strategies._tools import is_prompt, new_human_turn, safe_cut, text_assistant, text_user
+from strategies._tools import clean_cuts, is_prompt, new_human_turn, safe_cut, text_assistant, text_user
 
 if TYPE_CHECKING:
     from bench.context import Session
@@ -184,7 +184,8 @@ class Aider(Strategy):
                 break
             tail_tokens += sizes[i]
             split = i
-        while split > 1 and not (messages[split - 1].role == "assistant" and safe_cut(messages, split) == split):
+        clean = clean_cuts(messages) if split > 1 else []  # safe_cut(messages, i) == i, for every i at once
+        while split > 1 and not (messages[split - 1].role == "assistant" and clean[split]):
             split -= 1
         if split <= self.min_split:
             return self._summarize_all(messages, session, budget, spent)

@@ -11,10 +11,10 @@ from dataclasses import replace
 from bench.context.messages import Meter
 from bench.context.session import Session
 from bench.cost.pricing import profile
+from strategies._tools import last_assistant_index
 from strategies.codex import Codex, recorded_window
 from strategies.codex.common import checked_end
 from strategies.codex.running import STATE_KEY
-from strategies._tools import last_assistant_index
 from traces.model import Message, ToolResult, ToolUse, Usage
 
 GPT = profile("gpt-5.2")

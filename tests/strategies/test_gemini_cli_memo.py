@@ -18,8 +18,11 @@ OUT = 48_000  # 12,005 of the CLI's tokens as a read_file output
 
 
 def rounds(n: int, prefix: str = "c") -> list[Message]:
-    return [m for i in range(n) for m in (Message("assistant", (ToolUse(f"{prefix}{i}", "read_file", {"path": f"f{i}"}),)),
-                                         Message("user", (ToolResult(f"{prefix}{i}", "y" * OUT),)))]
+    out: list[Message] = []
+    for i in range(n):
+        out += [Message("assistant", (ToolUse(f"{prefix}{i}", "read_file", {"path": f"f{i}"}),)),
+                Message("user", (ToolResult(f"{prefix}{i}", "y" * OUT),))]
+    return out
 
 
 def history(n: int) -> list[Message]:
