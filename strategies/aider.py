@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bench.context import MESSAGE_OVERHEAD, Context, Message, ModelProfile, Outcome, Strategy, event
+from strategies._cuts import clean_cuts
 from strategies._files import is_read_only
-from strategies._tools import clean_cuts, is_prompt, new_human_turn, safe_cut, text_assistant, text_user
+from strategies._tools import is_prompt, new_human_turn, safe_cut, text_assistant, text_user
 
 if TYPE_CHECKING:
     from bench.context import Session

@@ -110,7 +110,7 @@ def test_clean_cuts_agrees_with_safe_cut_at_every_index_on_any_pairing():
     agree on every shape, ids reused, results before their calls, calls never answered included."""
     import random
 
-    from strategies._tools import clean_cuts
+    from strategies._cuts import clean_cuts
 
     rng = random.Random(28)
     for _ in range(2_000):
