@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from bench.context import Message, Text, ToolResult, ToolUse
+from bench.context import Block, Message, Text, ToolResult, ToolUse
 
 
 def tool_names(messages: Sequence[Message]) -> dict[str, str]:
@@ -21,6 +21,17 @@ def tool_names(messages: Sequence[Message]) -> dict[str, str]:
 def tool_inputs(messages: Sequence[Message]) -> dict[str, ToolUse]:
     """tool_use id → the ToolUse block."""
     return {b.id: b for m in messages for b in m.blocks if isinstance(b, ToolUse)}
+
+
+def with_content(b: ToolResult, content: str) -> ToolResult:
+    """``replace(b, content=content)`` without ``dataclasses.replace``'s generic path (~10 us a call,
+    and every strategy that cuts or clears outputs makes one per output per call)."""
+    return ToolResult(b.tool_use_id, content, b.is_error) if type(b) is ToolResult else replace(b, content=content)
+
+
+def with_blocks(m: Message, blocks: tuple[Block, ...]) -> Message:
+    """``m.with_blocks(blocks)`` without the generic path's cost (a subclass takes the generic one)."""
+    return Message(m.role, blocks, m.usage, m.timestamp, m.id, m.meta) if type(m) is Message else m.with_blocks(blocks)
 
 
 def rewrite_results(message: Message, rewrite: Callable[[ToolResult], str | None]) -> Message:
@@ -34,10 +45,10 @@ def rewrite_results(message: Message, rewrite: Callable[[ToolResult], str | None
         if isinstance(b, ToolResult):
             new = rewrite(b)
             if new is not None and new != b.content:
-                b = replace(b, content=new)
+                b = with_content(b, new)
                 changed = True
         blocks.append(b)
-    return replace(message, blocks=tuple(blocks)) if changed else message
+    return with_blocks(message, tuple(blocks)) if changed else message
 
 
 def rewrite_uses(message: Message, rewrite: Callable[[ToolUse], dict | None]) -> Message:
@@ -48,10 +59,10 @@ def rewrite_uses(message: Message, rewrite: Callable[[ToolUse], dict | None]) ->
         if isinstance(b, ToolUse):
             new = rewrite(b)
             if new is not None and new != dict(b.input):
-                b = replace(b, input=new)
+                b = ToolUse(b.id, b.name, new) if type(b) is ToolUse else replace(b, input=new)
                 changed = True
         blocks.append(b)
-    return replace(message, blocks=tuple(blocks)) if changed else message
+    return with_blocks(message, tuple(blocks)) if changed else message
 
 
 def safe_cut(messages: Sequence[Message], index: int) -> int:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bench.context import MESSAGE_OVERHEAD, Context, Message, ModelProfile, Outcome, Strategy, event
+from strategies._cuts import clean_cuts
 from strategies._files import is_read_only
 from strategies._tools import is_prompt, new_human_turn, safe_cut, text_assistant, text_user
 
@@ -184,7 +185,8 @@ class Aider(Strategy):
                 break
             tail_tokens += sizes[i]
             split = i
-        while split > 1 and not (messages[split - 1].role == "assistant" and safe_cut(messages, split) == split):
+        clean = clean_cuts(messages) if split > 1 else []  # safe_cut(messages, i) == i, for every i at once
+        while split > 1 and not (messages[split - 1].role == "assistant" and clean[split]):
             split -= 1
         if split <= self.min_split:
             return self._summarize_all(messages, session, budget, spent)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from bench.context import FRACTION, Context, Outcome, Range, Strategy, event
@@ -137,10 +138,8 @@ class Codex(CodexTrigger, LocalCompaction, RemoteCompaction, Strategy):
         6,600-11,800 tokens before the first compaction; cut at 12,000 tokens they match exactly."""
         if self.tool_output_unit != "auto":
             return self.tool_output_unit
-        lowered = model_id.lower()
-        m = re.match(r"gpt-(\d+)(?:\.(\d+))?", lowered)
-        newer = m is not None and (int(m.group(1)), int(m.group(2) or 0)) >= (5, 4)
-        return "tokens" if "codex" in lowered or newer else "bytes"
+        return _auto_unit(model_id)
+
 
     def on_tool_result(self, ctx: Context, session: Session) -> Outcome | None:
         unit = self.output_unit(session.model.id)  # the id as the session used it, alias included
@@ -165,3 +164,12 @@ class Codex(CodexTrigger, LocalCompaction, RemoteCompaction, Strategy):
         # Codex fails the request (ContextWindowExceeded, the token count set to full) and compacts
         # before the next turn with that input recorded: here both at once, the input included.
         return self.compact(ctx, session)
+
+
+@lru_cache(maxsize=256)
+def _auto_unit(model_id: str) -> str:
+    """``Codex.output_unit`` for "auto", once per model id (asked at every tool output)."""
+    lowered = model_id.lower()
+    m = re.match(r"gpt-(\d+)(?:\.(\d+))?", lowered)
+    newer = m is not None and (int(m.group(1)), int(m.group(2) or 0)) >= (5, 4)
+    return "tokens" if "codex" in lowered or newer else "bytes"

@@ -11,7 +11,8 @@ import math
 from typing import TYPE_CHECKING
 
 from strategies._tools import last_assistant_index
-from strategies.codex.common import checked_end, recorded_window, turn_boundary
+from strategies.codex.common import checked_end, turn_boundary
+from strategies.codex.running import PrefixScan, prefix_scan
 
 if TYPE_CHECKING:
     from bench.context import Context, Message, Session
@@ -37,7 +38,7 @@ class CodexTrigger:
         121,600 → 128,000); otherwise the profile's window is taken as the raw one (Codex's model
         table gives the input window: 272K for GPT-5)."""
         window = session.model.max_input or session.model.context_window
-        recorded = recorded_window(ctx.messages)
+        recorded = self.scan(ctx, session).window[len(ctx.messages)]
         if recorded and recorded == window and self.effective_window_percent:
             return round(recorded * 100 / self.effective_window_percent)
         return window
@@ -63,12 +64,19 @@ class CodexTrigger:
             return ctx.estimate
         end = checked_end(msgs, last) if self.pre_turn_check else len(msgs)
         count = usage.prompt_tokens + usage.output_tokens + sum(ctx.est(m) for m in msgs[last + 1:end])
-        if self.count_old_reasoning:
-            count += self.old_reasoning(msgs[:end])
+        if self.count_old_reasoning:  # = old_reasoning(msgs[:end]), from the running prefix values
+            scan = self.scan(ctx, session)
+            boundary = scan.boundary[end]
+            count += scan.reasoning[boundary] if boundary >= 0 else 0
         return count
 
+    def scan(self, ctx: Context, session: Session) -> PrefixScan:
+        """The running prefix values (``running.py``) of this session, brought up to ``ctx``."""
+        return prefix_scan(session.state, ctx.messages, self.unsized_reasoning_factor, self.reasoning_estimate)
+
     def old_reasoning(self, msgs: tuple[Message, ...]) -> int:
-        """Codex's estimate of the encrypted reasoning held before the last user turn boundary."""
+        """Codex's estimate of the encrypted reasoning held before the last user turn boundary,
+        computed afresh (``total`` reads the same from ``scan``; the tests hold the two equal)."""
         boundary = next((i for i in range(len(msgs) - 1, -1, -1) if turn_boundary(msgs[i])), None)
         if boundary is None:
             return 0

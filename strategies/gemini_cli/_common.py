@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
-from bench.context import Block, Image, Message, ToolResult, ToolUse
+from bench.context import Image, Message, ToolResult, ToolUse
+from strategies._tools import with_blocks as _with_blocks  # noqa: F401  (the Gemini modules' names for them)
+from strategies._tools import with_content as _with_content  # noqa: F401
 
 COMMIT = "5411f113cafae26161b4969b0237b8e1e024e2c2"
 SRC = f"google-gemini/gemini-cli@{COMMIT} packages/core/src/context/chatCompressionService.ts"
@@ -48,13 +49,3 @@ def part_quarters(m: Message) -> int:
         else:
             n += text_quarters(getattr(b, "text", ""))
     return n
-
-
-def _with_content(b: ToolResult, content: str) -> ToolResult:
-    """``replace(b, content=content)``, without the generic path's cost."""
-    return ToolResult(b.tool_use_id, content, b.is_error) if type(b) is ToolResult else replace(b, content=content)
-
-
-def _with_blocks(m: Message, blocks: tuple[Block, ...]) -> Message:
-    """``m.with_blocks(blocks)``, without the generic path's cost."""
-    return Message(m.role, blocks, m.usage, m.timestamp, m.id, m.meta) if type(m) is Message else m.with_blocks(blocks)

@@ -7,7 +7,7 @@ masking (``masking``) are its bases. Defaults and their dates are in ``GeminiCli
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from weakref import ref
@@ -79,7 +79,22 @@ def _chars(m: Message) -> int:
     return n
 
 
-def split_point(messages: tuple[Message, ...], fraction: float) -> int:
+def sized(memo: dict, size: Callable[[Message], int]) -> Callable[[Message], int]:
+    """``size`` computed once per message while it lives (``memo``, keyed by identity, the message
+    held weakly by ``remember``): the split and the size checks ask it of the same history every
+    call, a JSON dump of each output."""
+
+    def memoized(m: Message) -> int:
+        hit = memo.get(id(m))
+        if hit is None or ((held := hit[0]) is not m and (held.__class__ is not ref or held() is not m)):
+            hit = (m, size(m))
+            remember(memo, id(m), m, hit[1])
+        return hit[1]
+
+    return memoized
+
+
+def split_point(messages: tuple[Message, ...], fraction: float, size: Callable[[Message], int] = _chars) -> int:
     """chatCompressionService.ts findCompressSplitPoint (l.60-100): the first user turn (not a tool
     response) once ``fraction`` of the characters lie before it; failing that, everything when the
     last model turn made no tool call, else the last user turn seen.
@@ -96,7 +111,7 @@ def split_point(messages: tuple[Message, ...], fraction: float) -> int:
     Content that follows the call), so there it has no Content of its own; taken as a user turn
     between a call and its results, it would cut them apart; nor does it end the last model turn
     (a call, an empty user message, an empty model message: the turn made a call)."""
-    sizes = [_chars(m) for m in messages]
+    sizes = list(map(size, messages))
     target = sum(sizes) * fraction
     last_split = 0
     seen = 0
@@ -217,15 +232,9 @@ class GeminiCli(OutputMasking, HistoryTruncation, Strategy):
 
     def estimated(self, messages: Sequence[Message], session: Session) -> int:
         """The CLI's size of a history (``size_estimate``), each message's share computed once."""
-        memo = session.state.setdefault("gemini_sizes", {})
-        total = 0
-        for m in messages:
-            hit = memo.get(id(m))
-            if hit is None or ((held := hit[0]) is not m and (held.__class__ is not ref or held() is not m)):
-                hit = (m, part_quarters(m) if self.size_estimate == "parts" else _chars(m))
-                remember(memo, id(m), m, hit[1])
-            total += hit[1]
-        return total // 4
+        size = sized(session.state.setdefault("gemini_sizes", {}),
+                     part_quarters if self.size_estimate == "parts" else _chars)
+        return sum(map(size, messages)) // 4
 
     @property
     def prompt(self) -> str:
@@ -260,7 +269,7 @@ class GeminiCli(OutputMasking, HistoryTruncation, Strategy):
             after = ctx.replace((*head, *truncated, *pending))
             return Outcome(after, (event("truncate", ctx, after, touched=len(history),
                                          detail="summarization failed before: tool outputs truncated only"),))
-        split = split_point(truncated, 1 - self.preserve)
+        split = split_point(truncated, 1 - self.preserve, sized(session.state.setdefault("gemini_chars", {}), _chars))
         if split == 0:
             return None
         original_part = history[:split]

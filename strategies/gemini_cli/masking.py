@@ -95,7 +95,8 @@ class OutputMasking:
         keeps the masked history, so a masked output stays masked and counts no more.
 
         Cheap on the calls where nothing is masked: the unmasked total over the history is kept
-        across calls (a history that only grew adds its new messages), and the protected part is
+        across calls (a history that only grew adds its new messages; another one keeps the counts of
+        the outputs it still holds), and the protected part is
         found by a walk over the newest outputs only; the whole history is walked when it masks.
         """
         msgs = ctx.messages
@@ -116,7 +117,7 @@ class OutputMasking:
             if hit is None or hit[0] is not b:
                 name = names.get(b.tool_use_id, "")
                 n = 0 if name in MASK_EXEMPT or f"<{MASKED_TAG}" in b.content else response_tokens(name, b.content)
-                hit = parts[id(b)] = (b, n)
+                hit = parts[id(b)] = (b, n, name)
             return hit[1]
 
         def held(m: Message) -> int:
@@ -125,8 +126,12 @@ class OutputMasking:
         previous, total = seen
         if previous and starts_with(region, previous):
             total += sum(map(held, region[len(previous):]))
-        else:
+        else:  # another history (a compression, a mask): what it still holds is kept, the rest let go
+            kept = {id(b): hit for m in region if m.role == "user" for b in m.tool_results
+                    if (hit := parts.get(id(b))) is not None and hit[0] is b
+                    and hit[2] == names.get(b.tool_use_id, "")}  # a count the name it was taken under gives
             parts.clear()
+            parts.update(kept)
             total = sum(map(held, region))
         seen[:] = [region, total]
         if total < self.mask_min_prunable_tokens:

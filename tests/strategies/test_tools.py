@@ -103,3 +103,37 @@ def test_codex_says_so_when_it_cuts_the_latest_user_message_short():
     r = replay(trace, build("codex"), CONFIG, counter=TokenCounter())
     cut = [e for e in r.events if e.detail.startswith(CUT_LATEST_HUMAN)]
     assert [e.kind for e in cut] == ["truncate"] and "20,000 tokens" in cut[0].detail
+
+
+def test_clean_cuts_agrees_with_safe_cut_at_every_index_on_any_pairing():
+    """Aider's split search reads ``clean_cuts`` where it asked ``safe_cut`` at each index: the two must
+    agree on every shape, ids reused, results before their calls, calls never answered included."""
+    import random
+
+    from strategies._cuts import clean_cuts
+
+    rng = random.Random(28)
+    for _ in range(2_000):
+        ids = [f"t{k}" for k in range(rng.randrange(1, 6))]
+        msgs = []
+        for _ in range(rng.randrange(0, 14)):
+            blocks = []
+            for _ in range(rng.randrange(0, 3)):
+                roll = rng.random()
+                blocks.append(ToolUse(rng.choice(ids), "bash", {}) if roll < 0.4
+                              else ToolResult(rng.choice(ids), "ok") if roll < 0.8 else Text("t"))
+            msgs.append(Message(rng.choice(("user", "assistant")), tuple(blocks)))
+        assert clean_cuts(msgs) == [safe_cut(msgs, i) == i for i in range(len(msgs) + 1)], msgs
+
+
+def test_fast_copies_equal_dataclasses_replace():
+    from dataclasses import replace
+
+    from strategies._tools import rewrite_uses, with_blocks, with_content
+
+    r = ToolResult("a", "old", is_error=True)
+    assert with_content(r, "new") == replace(r, content="new")
+    m = Message("user", (r,), id="m1", timestamp=3.0, meta={"k": 1})
+    assert with_blocks(m, (Text("x"),)) == replace(m, blocks=(Text("x"),))
+    assert rewrite_uses(call("c1"), lambda u: {"command": "pwd"}) == Message(
+        "assistant", (ToolUse("c1", "bash", {"command": "pwd"}),))
