@@ -123,6 +123,11 @@ class RunConfig:
     """``--open-loop``: replay the recorded future as it is, without the simulated re-reads of files a
     strategy dropped (bench/replay/rereads.py); by default they are made and billed, and each task that made
     some is replayed once more without them for ``cost_open_loop`` and ``input_tokens_open_loop``."""
+    open_loop_twin: bool = True
+    """Whether a task that made re-reads is replayed without them for ``cost_open_loop`` and
+    ``input_tokens_open_loop`` (the default). The robustness replays (bench.run.robustness) turn it off
+    when their verdict reads neither: those columns are then NaN for such a task, and its task key differs,
+    so a run that reads them never resumes from those rows."""
     objective: str | None = None
     """``--objective``: only checked before any replay (a typo fails in a second, not after the run); the
     verdict is decided from the results (bench.decide.verdict.decide)."""
@@ -211,7 +216,8 @@ def task_key(trace_sha: str, spec: strategies.StrategySpec, config: RunConfig) -
          strategies.source_hash(cls), config.model,
          config.summarizer, config.summarizer_model, config.seconds_per_call, config.cache_ttl,
          config.summarizer_options, config.probe, config.probe_model, config.truth,
-         BILLING_VERSION, _prices_key(config.prices), calibration_key(), config.open_loop],
+         BILLING_VERSION, _prices_key(config.prices), calibration_key(), config.open_loop,
+         *(() if config.open_loop_twin else ("no open-loop twin",))],
         sort_keys=True, default=str,
     )
     return hashlib.sha256(material.encode()).hexdigest()[:24]
@@ -296,7 +302,7 @@ def run_task(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpec,
         )
         strategy = strategies.build(spec)
         observers = _observers(trace, _asker(config, counter), _prober(config, counter))
-        if replay_config.open_loop or config.summarizer == "anthropic":  # no twin (see _open_loop)
+        if replay_config.open_loop or config.summarizer == "anthropic" or not config.open_loop_twin:  # no twin
             result, twin = replay(trace, strategy, replay_config, counter=counter, summarizer=summarizer,
                                   label=spec.label, observers=observers), None
         else:  # the twin forked at the first re-read, not replayed from the start again
@@ -319,10 +325,10 @@ def _open_loop(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpe
     replay with ``open_loop`` (no observers), forked from this one at its first re-read (``twin``,
     bench.replay.loop.replay_with_twin), else replayed again from the start. None when they are this
     replay's own (it made no re-read, or it ran open); NaN under a paid summarizer (``anthropic``): its
-    summaries of contexts the re-reads changed would be bought twice."""
+    summaries of contexts the re-reads changed would be bought twice; NaN without ``open_loop_twin``."""
     if replay_config.open_loop or not any(c.rereads for c in result.calls):
         return None
-    if config.summarizer == "anthropic":
+    if config.summarizer == "anthropic" or not config.open_loop_twin:
         return {"cost": math.nan, "input_tokens": math.nan}
     if twin is not None:
         return _twin_totals(twin)
