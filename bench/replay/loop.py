@@ -177,6 +177,9 @@ class _Loop:
         self.pending: tuple[Context, Message, int, bool] | None = None
         """A fork's first act: the agent call of the step it was forked at (sent, answer, output, overflow)."""
         self.twin: _Loop | None = None
+        self.forkable = True
+        """False once a fork failed (a state ``copy.deepcopy`` cannot copy): no twin is returned, and
+        bench.run.runner._open_loop replays it from the start, as before forks."""
         """The fork made at the first re-read (``replay_with_twin``), run once this replay has ended."""
         self.origin: dict[int, Any] | None = None
         """A fork's copy memo, held: it keeps every object the fork copied alive, so that a memo of the
@@ -287,7 +290,7 @@ class _Loop:
         while self.next < len(self.steps):
             step = self.steps[self.next]
             self.next += 1
-            if not self.step(step, twin and self.twin is None):
+            if not self.step(step, twin and self.twin is None and self.forkable):
                 break
         if self.answered is not None:
             self.ctx = self.ctx.append(self.answered)
@@ -344,7 +347,10 @@ class _Loop:
         lost = rereads.lost(self.recorded, sent.messages, answer) if rereads is not None else ()
         if lost:  # the agent asks for the files it acts on and no longer sees, then acts (bench/replay/rereads.py)
             if fork:  # the twin, had it run from the start, would be here too, and send this call as it is
-                self.twin = self.fork(sent, answer, output, overflow)
+                try:
+                    self.twin = self.fork(sent, answer, output, overflow)
+                except Exception:  # noqa: BLE001 - a state deepcopy cannot copy: the caller replays the twin in full
+                    self.forkable = False
             asked = rereads.insert(lost, step.index, self.counter)
             self.send(sent, "reread", rereads.output_tokens(asked, meter.truth), overflow,
                       rereads=len(asked.parts), reread_tokens=meter.truth(asked.call) + meter.truth(asked.result))

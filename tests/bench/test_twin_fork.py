@@ -5,6 +5,7 @@ was forked from as a plain replay would have it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from dataclasses import replace as dc_replace
 
 import pytest
@@ -57,8 +58,9 @@ class PruneThenSummarize(PruneOld):
         return Outcome(ctx2, events) if events else None
 
 
-def full_twin(t: Trace, strategy, config: ReplayConfig = ReplayConfig(MODEL)):
-    return replay(t, strategy, dc_replace(config, open_loop=True, costs_only=True), counter=TokenCounter())
+def full_twin(t: Trace, strategy):
+    """The twin as bench.run.runner._open_loop replayed it before forks: from the start, open and costs only."""
+    return replay(t, strategy, ReplayConfig(MODEL, open_loop=True, costs_only=True), counter=TokenCounter())
 
 
 @pytest.mark.parametrize("make", [PruneOld, PruneThenSummarize], ids=["prune", "summarize-after-fork"])
@@ -193,3 +195,21 @@ def test_the_robustness_replays_run_the_twin_only_for_an_objective_that_reads_it
         assert all(c.same for c in changes)
     assert rb.reads_open_loop("retention>=best,min-input_tokens_open_loop")
     assert not rb.reads_open_loop("default")
+
+
+def test_a_state_that_cannot_be_copied_falls_back_to_the_twin_replayed_in_full():
+    """A strategy holding what ``copy.deepcopy`` refuses (a generator): no fork, and run_task replays the twin
+    from the start, with the same figures."""
+    t = long_trace()
+    config = RunConfig(model="claude-sonnet-4-5")
+    spec = strategies.parse_spec("tests.bench.test_twin_fork:Uncopyable")
+    result, twin = replay_with_twin(t, Uncopyable(), ReplayConfig(MODEL), counter=TokenCounter())
+    assert twin is None and sum(c.kind == "reread" for c in result.calls) == 2
+    task = run_task(t, TokenCounter(), spec, config)
+    assert task.error is None and task.open_loop == _twin_totals(full_twin(t, PruneOld()))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Uncopyable(PruneOld):
+    name = "uncopyable"
+    ticks: object = dataclass_field(default_factory=lambda: (i for i in range(10**9)), compare=False)
