@@ -12,6 +12,9 @@ Closing the loop where it can: before a call whose recorded tool calls act on a 
 shown and the strategy no longer sends, the agent is made to read it again (a billed extra call whose
 messages stay in the context: bench/replay/rereads.py); ``open_loop`` turns this off.
 
+The open-loop twin of a replay that made re-reads (``replay_with_twin``, for ``cost_open_loop``) is the
+same replay until its first re-read: the loop's state is forked there (``_Loop.fork``), not replayed again.
+
 Limitation, by construction: otherwise the recorded future does not change after a compaction. A real
 agent that lost a fact might have searched again, asked the user or taken another path; a replay
 cannot know.
@@ -104,8 +107,8 @@ def replay_with_twin(
 
     Until the first re-read the twin's replay is this one's, call for call (observers only read), so it
     is not paid twice: the loop's whole state is copied there (``_Loop.fork``) and the copy goes on
-    without re-reads once this replay has finished. ``twin`` is None when no re-read was made (or the
-    replay runs open)."""
+    without re-reads once this replay has finished. ``twin`` is None when no re-read was made, the replay
+    runs open, or its state could not be copied (``_Loop.forkable``: the caller replays the twin in full)."""
     return _Loop(trace, strategy, config, counter, summarizer, label or strategy.name, observers).run(twin=True)
 
 
