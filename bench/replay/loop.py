@@ -12,6 +12,9 @@ Closing the loop where it can: before a call whose recorded tool calls act on a 
 shown and the strategy no longer sends, the agent is made to read it again (a billed extra call whose
 messages stay in the context: bench/replay/rereads.py); ``open_loop`` turns this off.
 
+The open-loop twin of a replay that made re-reads (``replay_with_twin``, for ``cost_open_loop``) is the
+same replay until its first re-read: the loop's state is forked there (``_Loop.fork``), not replayed again.
+
 Limitation, by construction: otherwise the recorded future does not change after a compaction. A real
 agent that lost a fact might have searched again, asked the user or taken another path; a replay
 cannot know.
@@ -19,16 +22,19 @@ cannot know.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from functools import lru_cache
+from typing import Any
 
 from bench.context.messages import Context, Meter
 from bench.context.session import Session
 from bench.context.strategy import Outcome, Strategy
 from bench.cost.pricing import ModelProfile, PromptCache, known, profile, recorded_id
-from bench.cost.windows import session_windows
+from bench.cost.windows import SessionWindows, session_windows
 from bench.replay.provider import ProviderView
 from bench.replay.records import CallRecord, EventRecord, SummaryRecord, TaskResult
 from bench.replay.references import RecordedIndex, ReferenceCheck
@@ -37,8 +43,9 @@ from bench.replay.validity import EVENT_KIND as INVALID
 from bench.replay.validity import RequestCheck, describe
 from bench.summarizers import Summarizer, Summary, SummaryRequest
 from bench.summarizers.extractive import ExtractiveSummarizer
+from bench.tokens.attribution import Attribution
 from bench.tokens.counter import TokenCounter
-from traces.model import Message, Trace, Usage
+from traces.model import Message, Step, Trace, Usage
 
 Observer = Callable[[str, int, Context], list[dict]]
 """Called with (moment, call index, context sent) after each compaction and at the end."""
@@ -83,21 +90,107 @@ def replay(
     label: str | None = None,
     observers: tuple[Observer, ...] = (),
 ) -> TaskResult:
-    label = label or strategy.name
-    # --model recorded: each call windowed as the session ran it (bench/cost/windows.py), not the table's
-    # standard window; a forced --model keeps that model's own.
-    windows = session_windows(trace) if config.recorded_models else None
-    model = windows.apply(config.model) if windows is not None else config.model
-    summary_model = config.summarizer_model or model
-    provider = ProviderView(trace, counter)  # overhead and dropped reasoning (bench/replay/provider.py)
-    meter = Meter(counter, strategy.estimator, provider.overhead_at(0), provider.ratio)
-    result = TaskResult(trace.id, label)
-    cache = PromptCache(model, config.cache_ttl)
-    summary_cache = cache if summary_model is model else PromptCache(summary_model, config.cache_ttl)
-    session = Session(model, meter, summarizer or ExtractiveSummarizer(), strategy=label)
-    t0 = _first_timestamp(trace)
+    return _Loop(trace, strategy, config, counter, summarizer, label or strategy.name, observers).run()[0]
 
-    def bill_summary(request: SummaryRequest, summary: Summary) -> None:
+
+def replay_with_twin(
+    trace: Trace,
+    strategy: Strategy,
+    config: ReplayConfig,
+    *,
+    counter: TokenCounter,
+    summarizer: Summarizer | None = None,
+    label: str | None = None,
+    observers: tuple[Observer, ...] = (),
+) -> tuple[TaskResult, TaskResult | None]:
+    """``replay``, and the open-loop twin of a replay that made re-reads (bench.run.runner._open_loop).
+
+    Until the first re-read the twin's replay is this one's, call for call (observers only read), so it
+    is not paid twice: the loop's whole state is copied there (``_Loop.fork``) and the copy goes on
+    without re-reads once this replay has finished. ``twin`` is None when no re-read was made, the replay
+    runs open, or its state could not be copied (``_Loop.forkable``: the caller replays the twin in full)."""
+    return _Loop(trace, strategy, config, counter, summarizer, label or strategy.name, observers).run(twin=True)
+
+
+SHARED_TYPES: tuple[type, ...] = (Message, Context, Meter, TokenCounter, ModelProfile, Trace, Step, Attribution,
+                                  SessionWindows)
+"""What a fork shares instead of copying: immutable values (frozen dataclasses whose parts never change:
+"strategies build new messages, they never edit old ones", traces/model.py) and the token counter, a
+memo of counts that depend on the text alone. Shared, a message keeps its identity, which the counter,
+the prefix lineage (bench/tokens/prefix.py) and the strategies' own memos key on."""
+
+
+@contextmanager
+def _sharing(types: tuple[type, ...]) -> Iterator[None]:
+    """``copy.deepcopy`` returns instances of ``types`` as they are while the block runs (one thread:
+    a replay runs in one thread of its process)."""
+    table = copy._deepcopy_dispatch  # type: ignore[attr-defined]
+    saved = {t: table[t] for t in types if t in table}
+    for t in types:
+        table[t] = _as_is
+    try:
+        yield
+    finally:
+        for t in types:
+            if t in saved:
+                table[t] = saved[t]
+            else:
+                del table[t]
+
+
+def _as_is(x: Any, memo: dict[int, Any]) -> Any:
+    return x
+
+
+class _Loop:
+    """One replay's state, so that it can be forked (the open-loop twin, ``replay_with_twin``). The
+    methods are the steps of the module docstring; the arithmetic is the same, in the same order."""
+
+    def __init__(self, trace: Trace, strategy: Strategy, config: ReplayConfig, counter: TokenCounter,
+                 summarizer: Summarizer | None, label: str, observers: tuple[Observer, ...]) -> None:
+        self.trace, self.strategy, self.config, self.counter = trace, strategy, config, counter
+        self.label, self.observers = label, observers
+        # --model recorded: each call windowed as the session ran it (bench/cost/windows.py), not the table's
+        # standard window; a forced --model keeps that model's own.
+        self.windows = session_windows(trace) if config.recorded_models else None
+        self.model = self.windows.apply(config.model) if self.windows is not None else config.model
+        self.summary_model = config.summarizer_model or self.model
+        self.provider = ProviderView(trace, counter)  # overhead and dropped reasoning (bench/replay/provider.py)
+        self.meter = Meter(counter, strategy.estimator, self.provider.overhead_at(0), self.provider.ratio)
+        self.result = TaskResult(trace.id, label)
+        self.cache = PromptCache(self.model, config.cache_ttl)
+        self.summary_cache = self.cache if self.summary_model is self.model else \
+            PromptCache(self.summary_model, config.cache_ttl)
+        self.session = Session(self.model, self.meter, summarizer or ExtractiveSummarizer(), strategy=label)
+        self.session.on_summary = self.bill_summary
+        self.t0 = _first_timestamp(trace)
+        self.ctx = self.meter.context(())
+        self.sent = self.ctx
+        self.clock = 0.0
+        self.recorded: list[Message] = []  # the session as the real agent had it, for the re-read proxy
+        self.references: ReferenceCheck | None = ReferenceCheck(RecordedIndex.of(trace))
+        self.rereads = None if config.open_loop else Rereads(trace, self.references)
+        self.validity: RequestCheck | None = RequestCheck()  # what the API would reject is flagged, never sent silently
+        self.checked = not config.costs_only
+        self.answered: Message | None = None  # the last recorded answer, not yet in ctx
+        self.windowed: dict[tuple[str, int | None], ModelProfile] = {}  # each recorded model's profile, once
+        self.theirs = recorded_compaction_messages(trace)
+        self.steps = tuple(trace.steps())
+        self.next = 0  # the next step to replay
+        self.pending: tuple[Context, Message, int, bool] | None = None
+        """A fork's first act: the agent call of the step it was forked at (sent, answer, output, overflow)."""
+        self.twin: _Loop | None = None
+        self.forkable = True
+        """False once a fork failed (a state ``copy.deepcopy`` cannot copy): no twin is returned, and
+        bench.run.runner._open_loop replays it from the start, as before forks."""
+        """The fork made at the first re-read (``replay_with_twin``), run once this replay has ended."""
+        self.origin: dict[int, Any] | None = None
+        """A fork's copy memo, held: it keeps every object the fork copied alive, so that a memo of the
+        copied state keyed on ``id()`` of one of them (the prompt cache's common prefixes) misses in the
+        fork, and never meets the id reused by a new object."""
+
+    def bill_summary(self, request: SummaryRequest, summary: Summary) -> None:
+        result, meter, session, config = self.result, self.meter, self.session, self.config
         prompt_msg = Message.text_message("user", request.prompt)
         msgs = (*request.messages, prompt_msg)
         if summary.billed:  # a real provider's usage of our own request: billed as it came
@@ -110,16 +203,17 @@ def replay(
             # normal turn: strategies.md §3.3, §4.1, §2.5), so it is billed with the overhead and
             # reads the agent's cached prefix. A strategy whose agent asks with its own short prompt
             # says so with ``summary_overhead = False`` (OpenHands, aider: strategies.md §6.4, §7).
-            head = provider.head(meter.overhead) if getattr(strategy, "summary_overhead", True) else None
+            head = self.provider.head(meter.overhead) if getattr(self.strategy, "summary_overhead", True) else None
             billed = (head, *msgs) if head is not None else msgs
-            split = summary_cache.request(billed, meter.truth, session.now, stream="summarizer")
+            split = self.summary_cache.request(billed, meter.truth, session.now, stream="summarizer")
             read, write, uncached, prefix_break = split.cache_read, split.cache_write, split.uncached, False
         prompt = read + write + uncached
         # A real provider response is billed as the model that answered it.
-        price = profile(summary.model) if summary.billed and summary.model and known(summary.model) else summary_model
+        price = profile(summary.model) if summary.billed and summary.model and known(summary.model) \
+            else self.summary_model
         result.calls.append(
             CallRecord(
-                trace.id, label, session.call_index, "summarizer", len(msgs), prompt,
+                self.trace.id, self.label, session.call_index, "summarizer", len(msgs), prompt,
                 sum(meter.estimate(m) for m in request.messages), read, write, uncached,
                 summary.output_tokens,
                 price.cost(uncached=uncached, cache_read=read, cache_write=write,
@@ -129,52 +223,54 @@ def replay(
             )
         )
         result.summaries.append(
-            SummaryRecord(trace.id, label, session.call_index, summary.output_tokens, summary.text, summary.model,
-                          request.max_tokens)
+            SummaryRecord(self.trace.id, self.label, session.call_index, summary.output_tokens, summary.text,
+                          summary.model, request.max_tokens)
         )
 
-    session.on_summary = bill_summary
-
-    def apply(outcome: Outcome | None, ctx: Context, hook: str) -> Context:
+    def apply(self, outcome: Outcome | None, ctx: Context, hook: str) -> Context:
         if outcome is None:
             return ctx
+        result, session = self.result, self.session
         for e in outcome.events:
             result.events.append(
-                EventRecord(trace.id, label, session.call_index, hook, e.kind, e.tokens_before,
+                EventRecord(self.trace.id, self.label, session.call_index, hook, e.kind, e.tokens_before,
                             e.tokens_after, ctx.estimate, e.messages_touched, e.summary_tokens, e.detail)
             )
         if outcome.fail is not None and result.failed is None:
             result.failed = f"call {session.call_index}: {outcome.fail}"
         new = outcome.context
-        if any(e.kind in COMPACTION_KINDS for e in outcome.events):
-            for observe in observers:
+        if self.observers and any(e.kind in COMPACTION_KINDS for e in outcome.events):
+            for observe in self.observers:
                 rows = observe("compaction", session.call_index, new)
-                result.probes.extend({"strategy": label, **row} for row in rows)
+                result.probes.extend({"strategy": self.label, **row} for row in rows)
         return new
 
-    def ready(ctx: Context, call: int, output: int) -> tuple[Context, Context, bool]:
+    def ready(self, ctx: Context, call: int, output: int) -> tuple[Context, Context, bool]:
         """Before a call: the strategy's ``before_call``, the request it sends, and its 413 path when that
         does not fit; (context, sent, still over the window). Once per recorded call, again after a re-read."""
-        ctx = apply(strategy.before_call(ctx, session), ctx, "before_call")
+        strategy, session, provider = self.strategy, self.session, self.provider
+        ctx = self.apply(strategy.before_call(ctx, session), ctx, "before_call")
         sent = strategy.project(ctx, session)
-        if model.fits(provider.prompt(sent, call), output):
+        if self.model.fits(provider.prompt(sent, call), output):
             return ctx, sent, False
-        ctx = apply(strategy.on_overflow(ctx, session), ctx, "on_overflow")
+        ctx = self.apply(strategy.on_overflow(ctx, session), ctx, "on_overflow")
         sent = strategy.project(ctx, session)
-        return ctx, sent, not model.fits(provider.prompt(sent, call), output)
+        return ctx, sent, not self.model.fits(provider.prompt(sent, call), output)
 
-    def send(sent: Context, kind: str, output: int, overflow: bool, *, unseen: int = 0, rereads: int = 0,
+    def send(self, sent: Context, kind: str, output: int, overflow: bool, *, unseen: int = 0, rereads: int = 0,
              reread_tokens: int = 0) -> None:
         """One request of the agent: checked as the API would (``invalid``), split by the prompt cache,
         billed; its usage is what the strategy sees as the previous call's."""
-        invalid = validity.problems(sent.messages) if checked else ()
+        result, session, model, config, clock = self.result, self.session, self.model, self.config, self.clock
+        invalid = self.validity.problems(sent.messages) if self.checked and self.validity is not None else ()
         if invalid:
-            result.events.append(EventRecord(trace.id, label, session.call_index, "send", INVALID, sent.truth,
-                                             sent.truth, sent.estimate, len(invalid), None, describe(invalid)))
-        split = provider.request(cache, sent.messages, sent.meter.overhead, clock, session.call_index)
+            result.events.append(EventRecord(self.trace.id, self.label, session.call_index, "send", INVALID,
+                                             sent.truth, sent.truth, sent.estimate, len(invalid), None,
+                                             describe(invalid)))
+        split = self.provider.request(self.cache, sent.messages, sent.meter.overhead, clock, session.call_index)
         result.calls.append(
             CallRecord(
-                trace.id, label, session.call_index, kind, len(sent), split.prompt, sent.estimate,
+                self.trace.id, self.label, session.call_index, kind, len(sent), split.prompt, sent.estimate,
                 split.cache_read, split.cache_write, split.uncached, output,
                 model.cost(uncached=split.uncached, cache_read=split.cache_read,
                            cache_write=split.cache_write, output=output, ttl=config.cache_ttl),
@@ -188,73 +284,133 @@ def replay(
             cache_read_tokens=split.cache_read, cache_write_tokens=split.cache_write,
         )
 
-    ctx = meter.context(())
-    sent = ctx
-    clock = 0.0
-    recorded: list[Message] = []  # the session as the real agent had it, for the re-read proxy
-    references = ReferenceCheck(RecordedIndex.of(trace))
-    rereads = None if config.open_loop else Rereads(trace, references)
-    validity = RequestCheck()  # what the API would reject is flagged, never sent silently
-    checked = not config.costs_only
-    answered: Message | None = None  # the last recorded answer, not yet in ctx
-    windowed: dict[tuple[str, int | None], ModelProfile] = {}  # each recorded model's profile, once
-    theirs = recorded_compaction_messages(trace)
-    for step in trace.steps():
+    def run(self, *, twin: bool = False) -> tuple[TaskResult, TaskResult | None]:
+        """The steps from ``next`` on (a fork first makes the call it was forked before), then the end."""
+        if self.pending is not None:
+            sent, answer, output, overflow = self.pending
+            self.pending = None
+            self.answer(sent, answer, output, overflow)
+        while self.next < len(self.steps):
+            step = self.steps[self.next]
+            self.next += 1
+            if not self.step(step, twin and self.twin is None and self.forkable):
+                break
+        if self.answered is not None:
+            self.ctx = self.ctx.append(self.answered)
+        result, session = self.result, self.session
+        for observe in self.observers:
+            rows = observe("end", session.call_index, self.strategy.project(self.ctx, session))
+            result.probes.extend({"strategy": self.label, **row} for row in rows)
+        return result, self.twin.run()[0] if self.twin is not None else None
+
+    def step(self, step: Step, fork: bool) -> bool:
+        """One recorded step (``fork``: at its re-read, if it makes one, fork the twin); False when the
+        replay ends here."""
+        config, session, strategy, result = self.config, self.session, self.strategy, self.result
         session.call_index = step.index
-        recorded += step.inputs  # the real agent's view keeps its own compaction's messages
+        self.recorded += step.inputs  # the real agent's view keeps its own compaction's messages
+        theirs = self.theirs
         if theirs:
             step = dc_replace(step, inputs=tuple(m for m in step.inputs if id(m) not in theirs))
-        if provider.overhead_at(step.index) != meter.overhead:  # re-measured after a model switch
-            meter = Meter(counter, strategy.estimator, provider.overhead_at(step.index), provider.ratio)
-            ctx, session.meter = ctx.with_meter(meter), meter
-        recorded_model = recorded_id(step.answer.meta.get("model")) if config.recorded_models and step.answer else None
+        provider = self.provider
+        if provider.overhead_at(step.index) != self.meter.overhead:  # re-measured after a model switch
+            self.meter = meter = Meter(self.counter, strategy.estimator, provider.overhead_at(step.index),
+                                       provider.ratio)
+            self.ctx, session.meter = self.ctx.with_meter(meter), meter
+        meter = self.meter
+        recorded_model = recorded_id(step.answer.meta.get("model")) if config.recorded_models and step.answer \
+            else None
         if recorded_model:
             key = (recorded_model, step.answer.meta.get("context_window"))
-            as_recorded = windowed.get(key)
+            as_recorded = self.windowed.get(key)
             if as_recorded is None:
-                as_recorded = windowed[key] = windows.apply(recorded_profile(*key)) if windows is not None \
-                    else recorded_profile(*key)
-            if as_recorded != model:
-                model = session.model = as_recorded
-                cache = PromptCache(model, config.cache_ttl)
-        clock = _clock(step.inputs, step.answer, t0, clock, config.seconds_per_call, step.index)
-        session.now = clock
-        for run in _runs(step.inputs, answered):  # appended a run at a time: one copy, not one a message
+                as_recorded = self.windowed[key] = self.windows.apply(recorded_profile(*key)) \
+                    if self.windows is not None else recorded_profile(*key)
+            if as_recorded != self.model:
+                self.model = session.model = as_recorded
+                self.cache = PromptCache(as_recorded, config.cache_ttl)
+        self.clock = _clock(step.inputs, step.answer, self.t0, self.clock, config.seconds_per_call, step.index)
+        session.now = self.clock
+        ctx = self.ctx
+        for run in _runs(step.inputs, self.answered):  # appended a run at a time: one copy, not one a message
             ctx = ctx.append(*run)
-            if run[-1].tool_results and run[-1] is not answered:  # an answer with results: no hook
-                ctx = apply(strategy.on_tool_result(ctx, session), ctx, "on_tool_result")
-        answered = None
+            if run[-1].tool_results and run[-1] is not self.answered:  # an answer with results: no hook
+                ctx = self.apply(strategy.on_tool_result(ctx, session), ctx, "on_tool_result")
+        self.ctx = ctx
+        self.answered = None
         if step.answer is None or result.failed:
-            break
+            return False
         answer = step.answer
         output = answer.usage.output_tokens if answer.usage and answer.usage.output_tokens else meter.truth(answer)
-        ctx, sent, overflow = ready(ctx, step.index, output)
+        self.ctx, sent, overflow = self.ready(ctx, step.index, output)
+        self.sent = sent
         if result.failed:
-            break
-        lost = rereads.lost(recorded, sent.messages, answer) if rereads is not None else ()
+            return False
+        rereads = self.rereads
+        lost = rereads.lost(self.recorded, sent.messages, answer) if rereads is not None else ()
         if lost:  # the agent asks for the files it acts on and no longer sees, then acts (bench/replay/rereads.py)
-            asked = rereads.insert(lost, step.index, counter)
-            send(sent, "reread", rereads.output_tokens(asked, meter.truth), overflow,
-                 rereads=len(asked.parts), reread_tokens=meter.truth(asked.call) + meter.truth(asked.result))
-            ctx = ctx.append(asked.call, asked.result)
-            ctx = apply(strategy.on_tool_result(ctx, session), ctx, "on_tool_result")
+            if fork:  # the twin, had it run from the start, would be here too, and send this call as it is
+                try:
+                    self.twin = self.fork(sent, answer, output, overflow)
+                except Exception:  # noqa: BLE001 - a state deepcopy cannot copy: the caller replays the twin in full
+                    self.forkable = False
+            asked = rereads.insert(lost, step.index, self.counter)
+            self.send(sent, "reread", rereads.output_tokens(asked, meter.truth), overflow,
+                      rereads=len(asked.parts), reread_tokens=meter.truth(asked.call) + meter.truth(asked.result))
+            ctx = self.ctx.append(asked.call, asked.result)
+            self.ctx = self.apply(strategy.on_tool_result(ctx, session), ctx, "on_tool_result")
             if result.failed:
-                break
-            ctx, sent, overflow = ready(ctx, step.index, output)
+                return False
+            self.ctx, sent, overflow = self.ready(self.ctx, step.index, output)
+            self.sent = sent
             if result.failed:
-                break
-        send(sent, "agent", output, overflow,
-             unseen=references.unseen(recorded, sent.messages, answer) if checked else 0)
-        recorded.append(answer)
+                return False
+        self.answer(sent, answer, output, overflow)
+        return True
+
+    def fork(self, sent: Context, answer: Message, output: int, overflow: bool) -> _Loop:
+        """A copy of this replay as its open-loop twin would be at this point (no re-read made yet, so the
+        same strategy state, context, session, caches and bills), which then sends ``answer``'s call as
+        ``sent`` (``pending``) and goes on with ``open_loop`` and ``costs_only``, without observers.
+
+        Deep-copied: the strategy (its own memory and memos), the session (its ``state``, usage, summarizer),
+        the prompt caches and the provider view (running sums). Shared: ``SHARED_TYPES``. Left out: the
+        results so far (the twin starts with copies of the lists of frozen records) and what the twin does
+        not run (observers, the re-read proxy, the reference and validity checks)."""
+        out = ("result", "observers", "references", "rereads", "validity", "recorded", "origin", "twin")
+        held = {name: getattr(self, name) for name in out}
+        for name in out:
+            setattr(self, name, None)
+        try:
+            with _sharing(SHARED_TYPES):
+                memo: dict[int, Any] = {id(self.steps): self.steps, id(self.theirs): self.theirs}
+                twin = copy.deepcopy(self, memo)
+        finally:
+            for name, value in held.items():
+                setattr(self, name, value)
+        result = self.result
+        calls = [c if not (c.unseen_refs or c.invalid) else dc_replace(c, unseen_refs=0, invalid=0)
+                 for c in result.calls]  # as ``costs_only`` writes them
+        twin.result = TaskResult(result.trace, result.strategy, calls=calls,
+                                 events=[e for e in result.events if e.kind != INVALID],
+                                 summaries=list(result.summaries))
+        twin.config = dc_replace(self.config, open_loop=True, costs_only=True)
+        twin.observers, twin.references, twin.rereads, twin.validity = (), None, None, None
+        twin.checked = False
+        twin.recorded = list(self.recorded)
+        twin.pending = (sent, answer, output, overflow)
+        twin.origin = memo  # its originals stay alive (see ``origin``)
+        return twin
+
+    def answer(self, sent: Context, answer: Message, output: int, overflow: bool) -> None:
+        """The recorded answer's call, sent as ``sent``; the answer waits to be appended with the next step."""
+        self.send(sent, "agent", output, overflow,
+                  unseen=self.references.unseen(self.recorded, sent.messages, answer)
+                  if self.checked and self.references is not None else 0)
+        self.recorded.append(answer)
         # appended with the next step's first inputs (no hook runs in between); the recorded agent's
         # summary answer (an OpenCode compaction call) is its context, not ours
-        answered = answer if id(answer) not in theirs else None
-    if answered is not None:
-        ctx = ctx.append(answered)
-    for observe in observers:
-        rows = observe("end", session.call_index, strategy.project(ctx, session))
-        result.probes.extend({"strategy": label, **row} for row in rows)
-    return result
+        self.answered = answer if id(answer) not in self.theirs else None
 
 
 @lru_cache(maxsize=64)

@@ -63,6 +63,8 @@ VERSION = 2
 """Of what this module measures: a cached measure of another version is measured again."""
 SMALL_REPLAY = 24
 """Replays of at most this many tasks run in this process (a pool's start costs more than they do)."""
+OPEN_LOOP_METRICS = frozenset({"cost_open_loop", "input_tokens_open_loop"})
+"""The columns only the open-loop twin of a task with re-reads gives (bench.run.runner._open_loop)."""
 
 
 @dataclass(frozen=True)
@@ -432,6 +434,17 @@ def _replay(run_dir: Path, info: dict[str, Any], name: str, strategies: Sequence
             pricing._resolve.cache_clear()
 
 
+def reads_open_loop(objective: str | None) -> bool:
+    """Whether a verdict under ``objective`` reads a column of the open-loop twin: its goal or a constraint
+    names one. ``bv.decide`` reads the objective's metrics, ``cost`` (ties), ``overflows`` and ``events``
+    (nothing acted), the weights' ``calls`` or ``peak_context``, and ``retention`` for the candidates'
+    values; the twin gives none of those, so a replay whose verdict reads no twin column runs none (its
+    rows say NaN there, under their own task key). Observers stay: the default objective reads ``retention``
+    and ``instructions``, which they measure."""
+    obj = bv.parse_objective(objective)
+    return bool(OPEN_LOOP_METRICS & {obj.goal, *(c.metric for c in obj.constraints)})
+
+
 def replayed_changes(run_dir: Path, results: pd.DataFrame, v: bv.Verdict, info: dict[str, Any], *,
                      objective: str | None, weight: str | None, summarizer: str | None, resamples: int
                      ) -> tuple[list[Change], list[str]]:
@@ -456,9 +469,10 @@ def replayed_changes(run_dir: Path, results: pd.DataFrame, v: bv.Verdict, info: 
         settings.append(("window", f"{was} → 1M", "window-1m",
                          {"prices": (*tuple(cfg.get("prices") or ()), str(prices))}))
     alone = bv.decide(base, objective, resamples=resamples, weight=weight, summarizer=summarizer).recommended
+    twin = reads_open_loop(objective)
     for kind, label, name, change in settings:
         try:
-            table = _replay(run_dir, info, name, top, **change)
+            table = _replay(run_dir, info, name, top, open_loop_twin=twin, **change)
         except Exception as e:  # noqa: BLE001 - a failed check is said, never fails the verdict
             notes.append(f"{kind} {label} not replayed: {(str(e) or type(e).__name__).splitlines()[0][:200]}")
             continue
@@ -494,7 +508,8 @@ def summarizer_gap(run_dir: Path, results: pd.DataFrame, v: bv.Verdict, info: di
         return [], []
     other = "recorded" if mine == "extractive" else "extractive"
     try:
-        table = _replay(run_dir, info, f"summarizer-{other}", top, summarizer=other, detail="full")
+        table = _replay(run_dir, info, f"summarizer-{other}", top, summarizer=other, detail="full",
+                        open_loop_twin=False)  # only retention is read
     except Exception as e:  # noqa: BLE001
         return [], [f"summarizer gap not replayed: {(str(e) or type(e).__name__).splitlines()[0][:200]}"]
     from bench.run import store

@@ -30,7 +30,7 @@ from tqdm import tqdm
 import strategies
 from bench import __version__
 from bench.cost.pricing import RECORDED, UnknownModelError, add_prices, price_table, profile, profile_for
-from bench.replay.loop import BILLING_VERSION, ReplayConfig, replay
+from bench.replay.loop import BILLING_VERSION, ReplayConfig, replay, replay_with_twin
 from bench.replay.provider import adopt_shipped, shipped_counts
 from bench.replay.records import SCHEMA_VERSION, TaskResult
 from bench.run import executors, sources
@@ -123,6 +123,11 @@ class RunConfig:
     """``--open-loop``: replay the recorded future as it is, without the simulated re-reads of files a
     strategy dropped (bench/replay/rereads.py); by default they are made and billed, and each task that made
     some is replayed once more without them for ``cost_open_loop`` and ``input_tokens_open_loop``."""
+    open_loop_twin: bool = True
+    """Whether a task that made re-reads is replayed without them for ``cost_open_loop`` and
+    ``input_tokens_open_loop`` (the default). The robustness replays (bench.run.robustness) turn it off
+    when their verdict reads neither: those columns are then NaN for such a task, and its task key differs,
+    so a run that reads them never resumes from those rows."""
     objective: str | None = None
     """``--objective``: only checked before any replay (a typo fails in a second, not after the run); the
     verdict is decided from the results (bench.decide.verdict.decide)."""
@@ -211,7 +216,8 @@ def task_key(trace_sha: str, spec: strategies.StrategySpec, config: RunConfig) -
          strategies.source_hash(cls), config.model,
          config.summarizer, config.summarizer_model, config.seconds_per_call, config.cache_ttl,
          config.summarizer_options, config.probe, config.probe_model, config.truth,
-         BILLING_VERSION, _prices_key(config.prices), calibration_key(), config.open_loop],
+         BILLING_VERSION, _prices_key(config.prices), calibration_key(), config.open_loop,
+         *(() if config.open_loop_twin else ("no open-loop twin",))],
         sort_keys=True, default=str,
     )
     return hashlib.sha256(material.encode()).hexdigest()[:24]
@@ -295,10 +301,14 @@ def run_task(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpec,
             open_loop=config.open_loop,
         )
         strategy = strategies.build(spec)
-        result = replay(trace, strategy, replay_config, counter=counter,
-                        summarizer=summarizer, label=spec.label,
-                        observers=_observers(trace, _asker(config, counter), _prober(config, counter)))
-        result.open_loop = _open_loop(trace, counter, spec, config, replay_config, result)
+        observers = _observers(trace, _asker(config, counter), _prober(config, counter))
+        if replay_config.open_loop or config.summarizer == "anthropic" or not config.open_loop_twin:  # no twin
+            result, twin = replay(trace, strategy, replay_config, counter=counter, summarizer=summarizer,
+                                  label=spec.label, observers=observers), None
+        else:  # the twin forked at the first re-read, not replayed from the start again
+            result, twin = replay_with_twin(trace, strategy, replay_config, counter=counter, summarizer=summarizer,
+                                            label=spec.label, observers=observers)
+        result.open_loop = _open_loop(trace, counter, spec, config, replay_config, result, twin)
         result.fidelity = _fidelity(trace, spec, result, counter)
         result.ledger = ledger_rows(trace, result)  # our cache split beside the recorded one
         return result
@@ -309,15 +319,19 @@ def run_task(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpec,
 
 
 def _open_loop(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpec, config: RunConfig,
-               replay_config: ReplayConfig, result: TaskResult) -> dict[str, float] | None:
+               replay_config: ReplayConfig, result: TaskResult, twin: TaskResult | None = None
+               ) -> dict[str, float] | None:
     """``cost`` and ``input_tokens`` of the task without re-reads, when its replay made some: the same
-    replay again with ``open_loop`` (no observers). None when they are this replay's own (it made no
-    re-read, or it ran open); NaN under a paid summarizer (``anthropic``): its summaries of contexts the
-    re-reads changed would be bought twice."""
+    replay with ``open_loop`` (no observers), forked from this one at its first re-read (``twin``,
+    bench.replay.loop.replay_with_twin), else replayed again from the start. None when they are this
+    replay's own (it made no re-read, or it ran open); NaN under a paid summarizer (``anthropic``): its
+    summaries of contexts the re-reads changed would be bought twice; NaN without ``open_loop_twin``."""
     if replay_config.open_loop or not any(c.rereads for c in result.calls):
         return None
-    if config.summarizer == "anthropic":
+    if config.summarizer == "anthropic" or not config.open_loop_twin:
         return {"cost": math.nan, "input_tokens": math.nan}
+    if twin is not None:
+        return _twin_totals(twin)
     from dataclasses import replace as dc_replace
 
     from bench.summarizers import PER_TRACE
@@ -328,6 +342,10 @@ def _open_loop(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpe
                   counter=counter,
                   summarizer=build_summarizer(config.summarizer, **config.summarizer_options, **per_trace),
                   label=spec.label)
+    return _twin_totals(twin)
+
+
+def _twin_totals(twin: TaskResult) -> dict[str, float]:
     from bench.scoring.metrics import _sum  # the total as task_row takes it: the same figure to the bit
 
     return {"cost": _sum([c.cost for c in twin.calls]), "input_tokens": sum(c.prompt_tokens for c in twin.calls)}
