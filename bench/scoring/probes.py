@@ -202,14 +202,8 @@ class _Positions:
         for j, forms in enumerate(found):
             for v in forms:
                 self.last[v] = j
-        after = [0] * len(found)
-        acc = 0
-        tok = ctx.meter._tok
-        msgs = ctx.messages
-        for j in range(len(found) - 1, -1, -1):
-            after[j] = acc
-            acc += tok(msgs[j])
-        self.after = after
+        # after[j]: the tokens of the messages after j, summed from the end (exact ints, in C)
+        self.after = [0, *itertools.accumulate(map(ctx.meter._tok, reversed(ctx.messages[1:])))][::-1]
 
     def tokens_after_match(self, needle: Needle) -> int | None:
         """Truth tokens after the last message holding the answer (its distance from the end)."""
