@@ -30,9 +30,8 @@ messages the strategy wrote itself.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import median
 
 from bench.replay.references import EDIT_KEYS, MIN_QUOTE, ReferenceCheck
@@ -78,6 +77,8 @@ class Shown:
     carrier: Message
     """The recorded message holding the result."""
     partial: bool
+    copies: list[Message] = field(default_factory=list)
+    """Re-read results this replay inserted with the same content (held as well as ``carrier``)."""
 
 
 class FileViews:
@@ -85,8 +86,6 @@ class FileViews:
 
     def __init__(self) -> None:
         self._seen = 0
-        self._last: Message | None = None
-        """``history[_seen - 1]``: a history that does not hold it there is another session."""
         self._calls: dict[str, ToolUse] = {}
         """Read calls still waiting for their result, by id."""
         self._shown: dict[str, list[Shown]] = {}
@@ -94,8 +93,6 @@ class FileViews:
 
     def follow(self, history: Sequence[Message]) -> None:
         """Index the messages added to ``history`` (append-only) since the last call."""
-        if len(history) > self._seen:
-            self._last = history[-1]
         for m in history[self._seen:]:
             for use in m.tool_uses:
                 if is_read(use) and file_path(use):
@@ -105,15 +102,6 @@ class FileViews:
                 if use is not None and not r.is_error and r.content.strip():
                     self._add(Shown(file_path(use).strip(), use, r.content, m, _partial(use)))
         self._seen = len(history)
-
-    def at(self, history: Sequence[Message]) -> bool:
-        """Is this what ``history`` has shown, or can it follow it there? (Then follow it.) Not when it
-        has followed further, or another session."""
-        n = self._seen
-        if len(history) < n or (n and history[n - 1] is not self._last):
-            return False
-        self.follow(history)
-        return True
 
     def _add(self, shown: Shown) -> None:
         parts = self._shown.setdefault(shown.path, [])
@@ -162,88 +150,28 @@ class Reread:
     parts: tuple[Shown, ...]
 
 
-class _Needs:
-    """What each recorded answer's calls rely on having seen (``FileViews.needed``), found once per trace.
-
-    The recorded history at a call is the same in every strategy's replay (only what is *sent*
-    differs), so the file views are followed, and each answer's needs found, once per trace and shared
-    by all its replays, as ``references.RecordedIndex`` shares where references occur. A ``Shown`` is
-    then shared too: what a replay inserted to re-read it is that replay's own (``Rereads._copies``).
-    """
-
-    _SHARED: OrderedDict[int, tuple[Trace, _Needs]] = OrderedDict()
-    _KEEP = 4
-
-    def __init__(self) -> None:
-        self.views = FileViews()
-        self._answers: dict[int, tuple[Message, int, Message | None, tuple[Shown, ...]]] = {}
-        """id(answer) → (answer, length and last message of the history it was found after, its needs)."""
-
-    @classmethod
-    def of(cls, trace: Trace) -> _Needs:
-        hit = cls._SHARED.get(id(trace))
-        if hit is not None and hit[0] is trace:
-            cls._SHARED.move_to_end(id(trace))
-            return hit[1]
-        needs = cls()
-        cls._SHARED[id(trace)] = (trace, needs)
-        while len(cls._SHARED) > cls._KEEP:
-            cls._SHARED.popitem(last=False)
-        return needs
-
-    def of_answer(self, history: Sequence[Message], answer: Message) -> tuple[Shown, ...] | None:
-        """The distinct parts ``answer``'s acting calls need, in call order, ``history`` being what the
-        session showed before it; None when these views cannot answer for this history (followed further
-        without having seen ``answer``, or another session's)."""
-        hit = self._answers.get(id(answer))
-        last = history[-1] if history else None
-        if hit is not None and hit[0] is answer and hit[1] == len(history) and hit[2] is last:
-            return hit[3]  # found after the same history (its length and last message)
-        if not self.views.at(history):
-            return None
-        parts: list[Shown] = []
-        for use in answer.tool_uses:
-            if is_read_only(use) or is_read(use):  # a look: the recorded call fetches it itself
-                continue
-            part = self.views.needed(use)
-            if part is not None and not any(p is part for p in parts):
-                parts.append(part)
-        found = tuple(parts)
-        self._answers[id(answer)] = (answer, len(history), last, found)
-        return found
-
-
 class Rereads:
     """Decides, per call, which files the agent must read again, and builds the messages that do it."""
 
     def __init__(self, trace: Trace, references: ReferenceCheck) -> None:
-        self._needs = _Needs.of(trace)
-        self.views = self._needs.views
+        self.views = FileViews()
         self.references = references
         self.trace = trace
         self._output: ReadOutput | None = None
-        self._copies: dict[int, tuple[Shown, list[Message]]] = {}
-        """id(part) → (part, the re-read results this replay inserted with its content: held as well as
-        its ``carrier``)."""
 
     def lost(self, history: Sequence[Message], sent: tuple[Message, ...], answer: Message) -> list[Shown]:
         """The file contents ``answer``'s calls act on that ``history`` showed and ``sent`` no longer holds."""
-        parts = self._needs.of_answer(history, answer)
-        if parts is None:  # not the shared trace's history as it was followed: follow it privately
-            self._needs = _Needs()
-            self.views = self._needs.views
-            parts = self._needs.of_answer(history, answer)
-            assert parts is not None  # a new view follows any history
+        self.views.follow(history)
         out: list[Shown] = []
-        for part in parts:
-            if not self.references.holds(part.content, history, sent, (part.carrier, *self.copies(part))):
+        for use in answer.tool_uses:
+            if is_read_only(use) or is_read(use):  # a look: the recorded call fetches it itself
+                continue
+            part = self.views.needed(use)
+            if part is None or any(p is part for p in out):
+                continue
+            if not self.references.holds(part.content, history, sent, (part.carrier, *part.copies)):
                 out.append(part)
         return out
-
-    def copies(self, part: Shown) -> list[Message]:
-        """The re-read results this replay inserted showing ``part`` (the latest few)."""
-        hit = self._copies.get(id(part))
-        return hit[1] if hit is not None and hit[0] is part else []
 
     def insert(self, parts: Sequence[Shown], call: int, counter: TokenCounter) -> Reread:
         """The read call asking for ``parts`` (the tool and arguments that showed each) and its results,
@@ -258,11 +186,8 @@ class Rereads:
             # the same content as the recorded result: its count (the provider's, where attributed)
             counter.adopt([shown], [counter.truth(parts[0].carrier)])
         for p in parts:
-            hit = self._copies.get(id(p))
-            if hit is None or hit[0] is not p:
-                hit = self._copies[id(p)] = (p, [])
-            hit[1].append(shown)
-            del hit[1][:-4]  # the latest few: an older copy that is still sent is found by its text
+            p.copies.append(shown)
+            del p.copies[:-4]  # the latest few: an older copy that is still sent is found by its text
         return Reread(asked, shown, tuple(parts))
 
     def output_tokens(self, reread: Reread, count: Callable[[Message], int]) -> int:

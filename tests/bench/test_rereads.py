@@ -206,29 +206,3 @@ def test_costs_only_bills_as_the_open_loop_and_skips_the_proxy_and_the_validity_
     assert [astuple(c)[:16] for c in cheap.calls] == [astuple(c)[:16] for c in full.calls]  # the bills
     assert sum(c.unseen_refs for c in cheap.calls) == 0 and sum(c.invalid for c in cheap.calls) == 0
     assert not any(e.kind == "invalid" for e in cheap.events)
-
-
-def test_needs_found_once_per_trace_give_every_replay_what_a_fresh_one_finds():
-    """What each recorded answer needs is found once per trace and shared by its replays (``_Needs``);
-    the re-reads a replay inserts stay its own. Replays after others (that went to the end, or made
-    their own re-reads) must bill exactly what a replay in a fresh process bills, and a history that is
-    not the one the shared views followed is searched privately."""
-    from bench.replay.references import ReferenceCheck
-    from bench.replay.rereads import Rereads, _Needs
-
-    t = trace()
-    _Needs._SHARED.clear()
-    fresh = run(PruneOld(), t).calls
-    assert [c.kind for c in fresh].count("reread") == 1
-    for other in (PruneOld(), strategies.build("none"), PruneOld(limit=1, limit_from=3)):
-        run(other, t)
-        assert run(PruneOld(), t).calls == fresh
-    _Needs._SHARED.clear()
-    assert run(PruneOld(), t).calls == fresh
-    msgs, edit = t.messages, t.messages[8]
-    shared = Rereads(t, ReferenceCheck())
-    [part] = shared.lost(msgs[:8], (msgs[0], msgs[1]), edit)
-    assert (part.path, part.content) == ("/r/app.py", SRC)
-    unread = Rereads(t, ReferenceCheck())  # the same answer after a history without the reads: nothing shown
-    assert unread.lost((msgs[0], msgs[1], msgs[6], msgs[7]), (msgs[0],), edit) == []
-    assert Rereads(t, ReferenceCheck()).lost(msgs[:8], (msgs[0], msgs[1]), edit) == [part]
