@@ -71,6 +71,12 @@ class ToolUse:
     type: ClassVar[str] = "tool_use"
 
     def input_json(self) -> str:
+        return self._input_json
+
+    @cached_property
+    def _input_json(self) -> str:
+        """Serialized once per call block (inputs are never edited in place): every count, index and
+        probe renders the message holding it again."""
         return json.dumps(self.input, sort_keys=True, ensure_ascii=False, default=str)
 
 
@@ -142,14 +148,15 @@ class Message:
     def tool_results(self) -> tuple[ToolResult, ...]:
         return tuple(b for b in self.blocks if isinstance(b, ToolResult))
 
-    @property
+    @cached_property
     def is_tool_result(self) -> bool:
-        """A user message that only carries tool results (not a human turn)."""
+        """A user message that only carries tool results (not a human turn). Cached like ``tool_uses``:
+        strategies ask it of every message at every call (Codex's turn boundaries, a million times a bench)."""
         return self.role == "user" and bool(self.blocks) and all(
             isinstance(b, ToolResult) for b in self.blocks
         )
 
-    @property
+    @cached_property
     def is_human_turn(self) -> bool:
         """A user message with something other than tool results in it."""
         return self.role == "user" and not self.is_tool_result

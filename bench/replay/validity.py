@@ -58,15 +58,21 @@ class _State:
         return _State(set(self.uses), dict(self.open), list(self.problems))
 
 
+_SHAPES: dict[int, tuple[Any, tuple]] = {}
+"""id → (message or a weak reference to it, ``_shape``), shared by every check in the process: a shape
+is a pure function of an immutable message, and every strategy replayed over a trace sends the same
+recorded messages (one memo per replay read each of them again, 45 times a trace)."""
+
+
 @dataclass
 class RequestCheck:
     """Finds a request's problems, re-using the work done on the previous request's prefix."""
 
     _prefix: tuple[Message, ...] = ()
     _state: _State = field(default_factory=_State)
-    _shapes: dict[int, tuple[Any, tuple]] = field(default_factory=dict)
+    _shapes: dict[int, tuple[Any, tuple]] = field(default_factory=lambda: _SHAPES)
     """id → (message or a weak reference to it, ``_shape``): a message is read once however often a
-    request is rescanned, and forgotten when it dies."""
+    request is rescanned, and forgotten when it dies (``_SHAPES``)."""
     _mark: tuple[int, _State] | None = None
     """(position, the scan's state before it) where the last request that changed its prefix parted
     from the one before: the next such request resumes there when it parts no earlier."""

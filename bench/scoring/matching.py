@@ -13,8 +13,13 @@ _SPACE = re.compile(r"\s+")
 
 
 def normalize(text: str) -> str:
-    """Casefold and collapse whitespace: a summary that re-flows a line still holds the fact."""
-    return _SPACE.sub(" ", text).strip().casefold()
+    """Casefold and collapse whitespace: a summary that re-flows a line still holds the fact.
+
+    ``str.split()`` splits on exactly the characters ``\\s`` matches in a str pattern (both
+    ``str.isspace``) and drops the ends, so this equals ``_SPACE.sub(" ", text).strip()`` (tests/bench/
+    test_probes.py checks it on every code point), at about twice the speed: every message a probe
+    point holds is normalized once per trace."""
+    return " ".join(text.split()).casefold()
 
 
 def path_variants(path: str) -> tuple[str, ...]:

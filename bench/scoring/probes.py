@@ -26,7 +26,7 @@ import bisect
 import itertools
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bench.context.messages import Context
@@ -84,8 +84,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("files_modified_f1", "fraction", False,
            "Set F1 of the files modified so far against those still named in the context."),
 )
-def classify(needle: Needle, haystack: str) -> str:
-    """The retention class of one needle against a normalized context text."""
+def classify(needle: Needle, haystack: Container[str]) -> str:
+    """The retention class of one needle against a normalized context text (or the set of the needle
+    forms it holds: ``present`` only asks whether each form is in it)."""
     is_path = needle.kind == "artifact"
     found = present(needle.answer, haystack, is_path=is_path)
     if needle.kind == "control":
@@ -103,26 +104,53 @@ def context_text(messages: Sequence[Message]) -> str:
     return normalize("\n".join(render(m) for m in messages))
 
 
-class _TextCache:
-    """Normalized text per message object: a context shares most messages with the previous one."""
+def _forms(needles: Iterable[Needle]) -> frozenset[str]:
+    """Every normalized form ``classify`` looks for among these needles: answers (as paths for
+    artifacts), superseded answers, references (as paths)."""
+    return frozenset(v for n in needles for v in (
+        *variants(n.answer, n.kind == "artifact"),
+        *(variants(n.old_answer, False) if n.old_answer else ()),
+        *(variants(n.reference, True) if n.reference else ())))
 
-    def __init__(self) -> None:
-        self._texts: dict[int, tuple[Message, str]] = {}
 
-    def __call__(self, m: Message) -> str:
-        hit = self._texts.get(id(m))
+class _Found:
+    """Which of a needle set's forms each message holds, once per message object.
+
+    A form is normalized, so it holds no newline, and the context text joins its messages' normalized
+    texts with newlines: a form is in the context text exactly when one message's text holds it. So
+    each message is rendered, normalized and searched once per trace (every strategy replayed over
+    it sends most of the same message objects at every probe point), and a probe point takes the
+    union of its messages' sets instead of searching a joined context text for every needle.
+    Held by identity and checked (``hit[0] is m``): a strategy's new message, even at a reused id,
+    is searched afresh.
+    """
+
+    def __init__(self, forms: frozenset[str]) -> None:
+        self.forms = tuple(sorted(forms))
+        self._hits: dict[int, tuple[Message, frozenset[str]]] = {}
+
+    def __call__(self, m: Message) -> frozenset[str]:
+        hit = self._hits.get(id(m))
         if hit is None or hit[0] is not m:
-            hit = (m, normalize(render(m)))
-            self._texts[id(m)] = hit
+            text = normalize(render(m))
+            hit = (m, frozenset([v for v in self.forms if v in text]))
+            self._hits[id(m)] = hit
         return hit[1]
 
 
 class _PerTrace:
-    """What every replay of one trace can share: normalized texts and the derived needles."""
+    """What every replay of one trace can share: each needle set's ``_Found`` and the derived needles."""
 
     def __init__(self) -> None:
-        self.texts = _TextCache()
+        self.found: dict[frozenset[str], _Found] = {}
         self.derived: tuple[Needle, ...] | None = None
+
+    def finder(self, needles: Sequence[Needle]) -> _Found:
+        forms = _forms(needles)
+        hit = self.found.get(forms)
+        if hit is None:
+            hit = self.found[forms] = _Found(forms)
+        return hit
 
 
 _DERIVED: OrderedDict[tuple[str, str | None, int], tuple[Trace, tuple[Needle, ...]]] = OrderedDict()
@@ -166,28 +194,24 @@ def _shared(trace: Trace) -> _PerTrace:
 
 
 class _Positions:
-    """Where each message of one probed context starts in its haystack, and the truth tokens after it.
+    """Where the forms sit in one probed context: the last message holding each, and the truth tokens
+    after each message (a needle's distance from the end is that of the last message holding it)."""
 
-    A normalized needle holds no newline (whitespace collapses to one space) and the haystack joins
-    the messages with newlines, so a needle's last occurrence in the haystack lies inside the last
-    message holding it: one ``rfind`` per needle instead of a search through every message.
-    """
+    def __init__(self, ctx: Context, found: Sequence[frozenset[str]]) -> None:
+        self.last: dict[str, int] = {}
+        for j, forms in enumerate(found):
+            for v in forms:
+                self.last[v] = j
+        # after[j]: the tokens of the messages after j, summed from the end (exact ints, in C)
+        self.after = [0, *itertools.accumulate(map(ctx.meter._tok, reversed(ctx.messages[1:])))][::-1]
 
-    def __init__(self, ctx: Context, texts: Sequence[str]) -> None:
-        self.starts = list(itertools.accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
-        after = [0] * len(texts)
-        acc = 0
-        for j in range(len(texts) - 1, -1, -1):
-            after[j] = acc
-            acc += ctx.tok(ctx.messages[j])
-        self.after = after
-
-    def tokens_after_match(self, needle: Needle, haystack: str) -> int | None:
+    def tokens_after_match(self, needle: Needle) -> int | None:
         """Truth tokens after the last message holding the answer (its distance from the end)."""
-        last = max((haystack.rfind(v) for v in variants(needle.answer, needle.kind == "artifact")), default=-1)
-        if last < 0:
+        last = self.last
+        j = max((last[v] for v in variants(needle.answer, needle.kind == "artifact") if v in last), default=-1)
+        if j < 0:
             return None
-        return self.after[bisect.bisect_right(self.starts, last) - 1]
+        return self.after[j]
 
 
 class _Timeline:
@@ -238,7 +262,7 @@ def needle_observer(
                 shared.derived = derived_needles(trace)
             needles, source = shared.derived, "derived"
     state: dict[str, Any] = {"round": 0, "timeline": None}
-    text_of = shared.texts
+    found_in = shared.finder(needles)
 
     def observe(moment: str, call: int, ctx: Context) -> list[dict]:
         if moment == "compaction":
@@ -247,11 +271,12 @@ def needle_observer(
             state["timeline"] = _Timeline(trace, ctx)
         timeline: _Timeline = state["timeline"]
         cut = timeline.cut(call, moment)
-        texts = [text_of(m) for m in ctx.messages]
-        haystack = "\n".join(texts)
-        kept: str | None = None  # the context without what re-reads inserted, when it holds some
+        found = [found_in(m) for m in ctx.messages]
+        haystack = frozenset().union(*found)  # the forms the context text holds (``_Found`` says why)
+        kept: frozenset[str] | None = None  # the same without what re-reads inserted, when it holds some
         if any(m.meta.get(REREAD_META) for m in ctx.messages):
-            kept = "\n".join(t for t, m in zip(texts, ctx.messages, strict=True) if not m.meta.get(REREAD_META))
+            kept = frozenset().union(*(f for f, m in zip(found, ctx.messages, strict=True)
+                                       if not m.meta.get(REREAD_META)))
         rows = []
         positions: _Positions | None = None
         stated = [n for n in needles if n.message_index < cut]  # not yet stated: not probed
@@ -270,7 +295,7 @@ def needle_observer(
                                                                      is_path=n.kind == "artifact")}
             planted = n.message_index
             if cls in (VERBATIM, FALSE_POSITIVE):
-                positions = positions or _Positions(ctx, texts)
+                positions = positions or _Positions(ctx, found)
             rows.append({
                 "trace": trace.id, **({"strategy": strategy} if strategy else {}),
                 "moment": moment, "call": call, "round": state["round"],
@@ -279,7 +304,7 @@ def needle_observer(
                 "age_tokens": timeline.tokens_between(planted, cut) if planted >= 0 else None,
                 "age_calls": call - timeline.call_of(planted) if planted >= 0 else None,
                 "cls": cls, "retained": cls == VERBATIM,
-                "tokens_after_match": (positions.tokens_after_match(n, haystack)
+                "tokens_after_match": (positions.tokens_after_match(n)
                                        if positions is not None and cls in (VERBATIM, FALSE_POSITIVE) else None),
                 **llm,
             })

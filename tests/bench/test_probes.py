@@ -173,3 +173,79 @@ def test_a_trace_without_needles_is_probed_with_derived_ones():
     assert result.probes and {p["source"] for p in result.probes} == {"derived"}
     assert {p["needle"] for p in result.probes} >= {"derived:request:1"}
     assert all(isinstance(p["cls"], str) for p in result.probes)
+
+
+# --- the per-message form sets (bench.scoring.probes._Found) against the joined context text ------------
+
+
+def _reference_rows(needles, msgs, meter_tok):
+    """What a probe point finds, from scratch: each needle classified against the joined, normalized
+    context text (and without the re-read messages), its distance from the end found by ``rfind``."""
+    import bisect
+
+    from bench.replay.rereads import META
+    from bench.scoring.probes import REREAD, classify, context_text
+    from bench.scoring.matching import variants
+    from bench.tokens.counter import render
+    from bench.scoring.matching import normalize
+
+    hay = context_text(msgs)
+    kept = context_text([m for m in msgs if not m.meta.get(META)])
+    texts = [normalize(render(m)) for m in msgs]
+    starts, acc = [], 0
+    for t in texts:
+        starts.append(acc)
+        acc += len(t) + 1
+    out = {}
+    for n in needles:
+        cls = classify(n, hay)
+        if cls == VERBATIM and n.kind != "control" and not any(v in kept for v in variants(n.answer, n.kind == "artifact")):
+            cls = REREAD
+        last = max((hay.rfind(v) for v in variants(n.answer, n.kind == "artifact")), default=-1)
+        after = None
+        if cls in (VERBATIM, FALSE_POSITIVE) and last >= 0:
+            j = bisect.bisect_right(starts, last) - 1
+            after = sum(meter_tok(m) for m in msgs[j + 1:])
+        out[n.id] = (cls, after)
+    return out
+
+
+def test_normalize_equals_the_regex_form_on_every_code_point():
+    import sys
+
+    from bench.scoring.matching import _SPACE, normalize
+
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    for text in (every, every[::-1], "  a\u00a0\u2003b\x1c c\n\n", "", " ", "\u3000x\u3000"):
+        assert normalize(text) == _SPACE.sub(" ", text).strip().casefold()
+
+
+def test_a_context_replaced_between_probe_points_is_probed_as_from_scratch():
+    """The form sets are held per message object: contexts that drop, rewrite, re-insert and replace
+    messages (new objects at ids the old ones had, a re-read copy) must classify every needle and find
+    its distance from the end exactly as a search of the joined text would."""
+    import gc
+
+    from bench.context.messages import Meter
+    from bench.replay.rereads import META
+
+    needles = (*NEEDLES, Needle("file", "artifact", "", "File?", "/repo/secrets/db.txt", 4),
+               Needle("split", "fact", "", "Split?", "port is", 1))
+    trace = Trace("hand-forms", MESSAGES, needles=needles)
+    meter = Meter(TokenCounter())
+    observe = needle_observer(trace)
+    contexts = [
+        MESSAGES,
+        MESSAGES[:3] + MESSAGES[7:],
+        (MESSAGES[0], M("user", "Summary: PAPAYA-42 and   the\nSERVICE  port is 8080."), *MESSAGES[8:]),
+        (MESSAGES[0], Message("user", (ToolResult("r", "password = hunter2 in secrets/db.txt"),), meta={META: True}),
+         *MESSAGES[9:]),
+        (MESSAGES[0], MESSAGES[3], M("user", "zebra-99"), MESSAGES[10]),
+    ]
+    for k in range(3):  # new messages at ids that older ones (gone) may have had
+        gc.collect()
+        contexts.append((MESSAGES[0], M("user", f"round {k}: build id is b-77"), M("user", "port is now 9090" * k)))
+    for msgs in contexts:
+        ctx = meter.context(msgs)
+        rows = {r["needle"]: (r["cls"], r["tokens_after_match"]) for r in observe("end", 4, ctx)}
+        assert rows == _reference_rows(needles, msgs, meter.truth)

@@ -128,3 +128,20 @@ def test_the_incremental_check_finds_what_a_check_from_scratch_finds():
             resumed += before is not None and check._mark is before and check._prefix is not None
             assert got == problems(tuple(request)), (step, [str(p) for p in got])
     assert resumed > 100
+
+
+def test_checks_share_shapes_and_a_message_rewritten_mid_run_is_checked_as_from_scratch():
+    """Shapes are remembered per message object across every check in the process (each replay of a
+    trace sends the same recorded messages): one check's memo must never answer for another object,
+    even one built at the id of a message that died, and replaced contexts check as from scratch."""
+    import gc
+
+    first, second = RequestCheck(), RequestCheck()
+    base = [SYS, ASK, call("a"), result("a")]
+    assert first.problems(base) == second.problems(base) == ()
+    for k in range(20):  # new objects, often at the ids of the ones just freed
+        rewritten = [SYS, ASK, call(f"x{k}"), result(f"x{k}" if k % 2 else "a"), Message("assistant", ())]
+        assert first.problems(rewritten) == problems(rewritten)
+        assert second.problems([*base, *rewritten[2:]]) == problems([*base, *rewritten[2:]])
+        del rewritten
+        gc.collect()

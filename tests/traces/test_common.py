@@ -67,3 +67,27 @@ def test_a_garbage_first_line_is_a_bad_record_not_an_unknown_format(tmp_path):
     (tmp_path / "x.csv").write_text("a,b\n1,2\n")
     with pytest.raises(TraceError, match="unknown trace format"):
         detect(tmp_path / "x.csv")
+
+
+def test_cached_message_properties_belong_to_their_object():
+    """``is_tool_result``, ``is_human_turn`` and ``input_json`` are computed once per object: a copy with
+    other blocks (``with_blocks``, ``replace``) answers for its own blocks, and a pickled copy keeps them."""
+    import pickle
+    from dataclasses import replace as dc_replace
+
+    from traces.model import Message, Text, ToolResult, ToolUse
+
+    result = Message("user", (ToolResult("t1", "ok"),))
+    assert (result.is_tool_result, result.is_human_turn) == (True, False)
+    turn = result.with_blocks((ToolResult("t1", "ok"), Text("and now?")))
+    assert (turn.is_tool_result, turn.is_human_turn) == (False, True)
+    assert (result.is_tool_result, result.is_human_turn) == (True, False)
+    empty = dc_replace(result, blocks=())
+    assert (empty.is_tool_result, empty.is_human_turn) == (False, True)
+    answer = dc_replace(result, role="assistant")
+    assert (answer.is_tool_result, answer.is_human_turn) == (False, False)
+    use = ToolUse("t1", "Read", {"b": 1, "a": "é"})
+    assert use.input_json() == '{"a": "é", "b": 1}' == pickle.loads(pickle.dumps(use)).input_json()
+    assert dc_replace(use, input={"c": 2}).input_json() == '{"c": 2}'
+    again = pickle.loads(pickle.dumps(result))
+    assert (again.is_tool_result, again.is_human_turn, again == result) == (True, False, True)
