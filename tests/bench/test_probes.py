@@ -184,10 +184,9 @@ def _reference_rows(needles, msgs, meter_tok):
     import bisect
 
     from bench.replay.rereads import META
+    from bench.scoring.matching import normalize, variants
     from bench.scoring.probes import REREAD, classify, context_text
-    from bench.scoring.matching import variants
     from bench.tokens.counter import render
-    from bench.scoring.matching import normalize
 
     hay = context_text(msgs)
     kept = context_text([m for m in msgs if not m.meta.get(META)])
@@ -199,7 +198,8 @@ def _reference_rows(needles, msgs, meter_tok):
     out = {}
     for n in needles:
         cls = classify(n, hay)
-        if cls == VERBATIM and n.kind != "control" and not any(v in kept for v in variants(n.answer, n.kind == "artifact")):
+        forms = variants(n.answer, n.kind == "artifact")
+        if cls == VERBATIM and n.kind != "control" and not any(v in kept for v in forms):
             cls = REREAD
         last = max((hay.rfind(v) for v in variants(n.answer, n.kind == "artifact")), default=-1)
         after = None
