@@ -36,7 +36,7 @@ class Meter:
 
     def __post_init__(self) -> None:
         counter = self.counter
-        tok = counter.truth if self.ratio == 1.0 else counter.scaled(self.ratio)
+        tok = counter.truth if self.ratio == 1.0 else partial(counter.truth_at, ratio=self.ratio)
         object.__setattr__(self, "_tok", tok)
         object.__setattr__(self, "_est", tok if self.estimator == "truth"
                            else partial(counter.estimate, estimator=self.estimator))

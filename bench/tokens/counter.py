@@ -235,18 +235,12 @@ class TokenCounter:
         """id of a blocks tuple → a primed or adopted message holding it (weakly when adopted): a
         copy that shares its blocks (a flag set in ``meta``: cline:sdk marks the messages it keeps)
         sends the same content, so it takes that message's count, the provider's one included."""
-        self._at: dict[int, tuple[Any, int, float]] = {}
-        """id → (message, ``truth_at`` count, ratio), held weakly: the answer of ``truth_at`` once per message
-        and ratio (a replay asks it some five times a message: the context's totals, the cache split, the
-        strategy's own sums). Emptied by whatever adds a count or a given one (``adopt``, ``prime``,
-        ``prime_counts``): adopting a message also changes the answer for any copy sharing its blocks."""
 
     def prime(self, messages: Iterable[Message]) -> None:
         """Count many messages in one batched tokenizer call (the fast path for a whole trace)."""
         todo = [m for m in messages if id(m) not in self._truth]
         if not todo:
             return
-        self._at.clear()
         counts = self.tokenizer.count_many([render(m) for m in todo])
         self.calls += len(todo)
         for m, n in zip(todo, counts, strict=True):
@@ -257,7 +251,6 @@ class TokenCounter:
         """Take these messages' truth counts as ``prime`` would have computed them (kept from an earlier
         run: bench/tokens/count_cache.py), held like primed ones; a message already counted keeps its count."""
         truth, by_blocks = self._truth, self._by_blocks
-        self._at.clear()
         for m, n in zip(messages, counts, strict=True):
             if id(m) not in truth:
                 truth[id(m)] = (m, n)
@@ -286,7 +279,6 @@ class TokenCounter:
         """Take counts computed elsewhere (``counts``) for these message objects, kept while each
         lives (a strategy adopts the count of every cut it makes: gemini-cli, 51K at 3M tokens)."""
         truth, by_blocks, given = self._truth, self._by_blocks, self._given
-        self._at.clear()
         for m, n in zip(messages, counts, strict=True):
             remember(truth, id(m), m, n)
             remember(by_blocks, id(m.blocks), m, None)
@@ -326,37 +318,12 @@ class TokenCounter:
         re-attached file) times ``ratio``, the session's provider tokens per tokenizer token
         (``Attribution.ratio``), so what a strategy writes is billed like the rest of its context
         (issue 25: counted by the tokenizer alone it came out about a quarter low on Claude)."""
-        hit = self._at.get(id(m))
-        if hit is not None and hit[2] == ratio and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
-            return hit[1]
         n = self.truth(m)
-        given = self._is_given(m)
-        if given is None:  # given through a twin: the answer changes when the twin dies, so it is not kept
+        if self._is_given(m):
             return n
-        if not given:
-            n = round(n * ratio)
-        memo, key = self._at, id(m)
-        # held as ``_truth`` holds it: strongly when primed (a trace's message lives as long), else weakly
-        held = m if self._truth[key][0] is m else ref(m, lambda _, memo=memo, key=key: memo.pop(key, None))
-        memo[key] = (held, n, ratio)
-        return n
+        return round(n * ratio)
 
-    def scaled(self, ratio: float) -> Callable[[Message], int]:
-        """``truth_at`` with ``ratio`` bound, its remembered answers read without a call in between
-        (a replay asks some five times a message; ``partial(truth_at, ratio=...)`` cost twice as much)."""
-        memo, slow = self._at, self.truth_at  # ``_at`` is emptied in place, never replaced
-
-        def truth_at(m: Message) -> int:
-            hit = memo.get(id(m))
-            if hit is not None and hit[2] == ratio and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
-                return hit[1]
-            return slow(m, ratio)
-
-        return truth_at
-
-    def _is_given(self, m: Message) -> bool | None:
-        """True when ``m``'s own count was given, None when a copy sharing its blocks had its count
-        given (an answer that goes with that copy), False when neither."""
+    def _is_given(self, m: Message) -> bool:
         hit = self._given.get(id(m))
         if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
             return True
@@ -366,8 +333,7 @@ class TokenCounter:
         if twin is m or twin.blocks is not m.blocks:
             return False
         hit = self._given.get(id(twin))
-        return None if hit is not None and ((held := hit[0]) is twin or (held.__class__ is ref and held() is twin)) \
-            else False
+        return hit is not None and ((held := hit[0]) is twin or (held.__class__ is ref and held() is twin))
 
     def estimate(self, m: Message, estimator: str) -> int:
         if estimator == "truth":
