@@ -30,7 +30,7 @@ from fnmatch import fnmatchcase
 from functools import lru_cache
 from importlib import resources
 from importlib.metadata import version as _dist_version
-from itertools import compress, repeat
+from itertools import accumulate, compress, repeat
 from operator import add, is_not
 from typing import Any
 
@@ -543,7 +543,7 @@ class CacheSplit:
         return self.cache_read + self.cache_write + self.uncached
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     messages: tuple[Any, ...]
     sums: list[int]
@@ -618,26 +618,34 @@ class PromptCache:
         """Split one request; ``counts`` is each message's tokens, or a function giving them;
         ``stream`` tells the agent's requests from a summarizer's."""
         msgs = tuple(messages)
-        alive = [e for e in self._entries if now - e.written_at <= self.ttl_seconds]
+        ttl = self.ttl_seconds
+        entries = self._entries
+        alive = [e for e in entries if now - e.written_at <= ttl]
         best_tokens, best_entry = 0, None
         reuse, reuse_n = None, 0
-        alive_ids = {id(e) for e in alive}
         commons = self._commons(msgs)
-        for e, n in commons:
+        # ``commons`` lists ``entries`` in order, then the previous request: an entry is alive when it
+        # has not expired; the previous request, when it is one of them, has the same common prefix
+        # as its place there, so it cannot read more (the hit is the first entry reading the most).
+        for j, (e, n) in enumerate(commons):
             if n > reuse_n:
                 reuse, reuse_n = e, n
-            if id(e) in alive_ids and n and e.sums[n - 1] > best_tokens:
-                best_tokens, best_entry = e.sums[n - 1], e
+            if n and j < len(entries) and now - e.written_at <= ttl and (tokens := e.sums[n - 1]) > best_tokens:
+                best_tokens, best_entry = tokens, e
         if best_tokens < self.model.min_cache_prefix:
             best_tokens, best_entry = 0, None
-        previous = next((e for e in reversed(alive) if e.stream == stream), None)
+        previous = None
+        for e in reversed(alive):
+            if e.stream == stream:
+                previous = e
+                break
         prefix_break = previous is not None and best_tokens < previous.total
         known = reuse.sums if reuse is not None else []
         tail = self._tail_sums(msgs, counts, reuse, reuse_n)
         total = tail[-1] if tail else known[reuse_n - 1] if reuse_n else 0
         cacheable = total >= self.model.min_cache_prefix
         kept = [e for e in alive if e is not previous] if cacheable else alive
-        if len(known) == reuse_n or (reuse is not None and all(e.sums is not known for e in kept)):
+        if len(known) == reuse_n or (reuse is not None and not any(e.sums is known for e in kept)):
             # extended in place (entries that extend one another share the list: each reads only its
             # own length), or cut back to the shared prefix first when no entry kept reads past it
             del known[reuse_n:]
@@ -655,7 +663,11 @@ class PromptCache:
         entry = _Entry(msgs, sums, now, stream, reuse_n)
         self._last = entry
         # The new request extends (or replaces) its stream's previous line when it can be cached.
-        self._entries = [*kept, entry][-self.MAX_ENTRIES:] if cacheable else alive
+        if cacheable:
+            kept.append(entry)
+            self._entries = kept[-self.MAX_ENTRIES:]
+        else:
+            self._entries = alive
         self._common = {id(e): n for e, n in commons}
         return split
 
@@ -686,12 +698,9 @@ class PromptCache:
                     prev = p + 1
                 out.extend(map(add, known[prev:hi], repeat(delta, hi - prev)))
                 acc, start = known[hi - 1] + delta, hi
-        if callable(counts):
-            for m in msgs[start:]:
-                acc += counts(m)
-                out.append(acc)
-        else:
-            for i in range(start, len(msgs)):
-                acc += counts[i]
-                out.append(acc)
+        if start < len(msgs):  # the same additions in the same order, at C speed
+            steps = accumulate(map(counts, msgs[start:]) if callable(counts) else counts[start:len(msgs)],
+                               initial=acc)
+            next(steps)
+            out.extend(steps)
         return out

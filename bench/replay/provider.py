@@ -35,6 +35,8 @@ class ProviderView:
         """(head, messages, the request sent for them) of the last agent request."""
         drop = ReasoningDrop(trace, self.attribution, counter) if self.attribution else None
         self._drop = drop if drop else None
+        self._tok = counter.truth if self.ratio == 1.0 else partial(counter.truth_at, ratio=self.ratio)
+        """Each message's count in the provider's units, bound once (``request`` runs every call)."""
 
     def overhead_at(self, call: int) -> int:
         return self.attribution.overhead_at(call) if self.attribution else 0
@@ -79,8 +81,7 @@ class ProviderView:
         from bench.cost.pricing import CacheSplit
 
         head = self.head(overhead)
-        tok = self.counter.truth if self.ratio == 1.0 else partial(self.counter.truth_at, ratio=self.ratio)
-        split = cache.request(self._with_head(head, messages) if head is not None else messages, tok, now)
+        split = cache.request(self._with_head(head, messages) if head is not None else messages, self._tok, now)
         dropped = self._drop(messages, call) if self._drop is not None else 0
         if not dropped:
             return split

@@ -25,6 +25,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 from itertools import accumulate
 
 from bench.summarizers import Summary, SummaryRequest
@@ -109,16 +110,20 @@ def user_requests(messages: tuple[Message, ...]) -> list[str]:
     summary, as real summary prompts ask ("all user messages", "carry forward what is still open").
     Messages a strategy injected itself are not the user's.
     """
+    return [x for m in messages for x in _requests_in(m)]
+
+
+def _requests_in(m: Message) -> tuple[str, ...]:
+    """What ``user_requests`` takes from one message (none of them empty)."""
+    if any(m.meta.get(flag) for flag in INJECTED) or m.meta.get("role") == "developer":
+        return ()
     out: list[str] = []
-    for m in messages:
-        if any(m.meta.get(flag) for flag in INJECTED) or m.meta.get("role") == "developer":
-            continue
-        if m.meta.get("summary"):
-            out += [x.strip() for x in CARRIED.findall(m.text)]
-            out += [x.strip() for x in QUOTED_REQUEST.findall(m.text)]
-        elif m.is_human_turn and m.text.strip() and not m.text.lstrip()[:40].lower().startswith(AGENT_CONTEXT):
-            out.append(REMINDER.sub("", m.text).strip() if "<system-reminder>" in m.text else m.text)
-    return [x for x in out if x]
+    if m.meta.get("summary"):
+        out += [x.strip() for x in CARRIED.findall(m.text)]
+        out += [x.strip() for x in QUOTED_REQUEST.findall(m.text)]
+    elif m.is_human_turn and m.text.strip() and not m.text.lstrip()[:40].lower().startswith(AGENT_CONTEXT):
+        out.append(REMINDER.sub("", m.text).strip() if "<system-reminder>" in m.text else m.text)
+    return tuple(x for x in out if x)
 
 
 @lru_cache(maxsize=65_536)
@@ -129,8 +134,9 @@ def _size(text: str) -> int:
     return Tokenizer(UNIT).count(text) + 1
 
 
-@dataclass(frozen=True)
-class _Item:
+class _Item(NamedTuple):
+    """A candidate line (a named tuple, not a dataclass: ``_pools`` makes some thousand a summary)."""
+
     order: int
     """Position in the history (items are written in history order, whatever order chose them)."""
     text: str
@@ -149,10 +155,11 @@ def _forget(key: tuple[int, int]) -> Callable[[weakref.ref], None]:
     return drop
 
 
-def _found(m: Message, clip: int) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...], tuple[str, ...], str | None]:
+def _found(m: Message, clip: int) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...], tuple[str, ...], str | None,
+                                           tuple[str, ...]]:
     """What ``_pools`` takes from one message: (path, file item) pairs, action items, error
-    lines and the statement item, once per message object: some twenty strategies summarize the
-    same recorded messages, most of them many times over."""
+    lines, the statement item and the user's requests in it, once per message object: some twenty
+    strategies summarize the same recorded messages, most of them many times over."""
     key = (id(m), clip)
     hit = _PER_MESSAGE.get(key)
     if hit is not None and hit[0]() is m:
@@ -168,7 +175,7 @@ def _found(m: Message, clip: int) -> tuple[tuple[tuple[str, str], ...], tuple[st
         actions.append(_clip(f"{u.name}: {arg}" if arg else u.name, 160))
     errors = tuple(line for b in m.blocks if isinstance(b, ToolResult) for line in _errors_in(b.content))
     statement = _clip(m.text, clip) if m.role == "assistant" and m.text.strip() else None
-    found = (tuple(files), tuple(actions), errors, statement)
+    found = (tuple(files), tuple(actions), errors, statement, _requests_in(m))
     _PER_MESSAGE[key] = (weakref.ref(m, _forget(key)), found)
     return found
 
@@ -176,34 +183,39 @@ def _found(m: Message, clip: int) -> tuple[tuple[tuple[str, str], ...], tuple[st
 def _pools(msgs: tuple[Message, ...], clip: int, whole: int = 10**9) -> dict[str, list[_Item]]:
     """Candidate items per section kind, most important first; the task and the latest request
     are kept up to ``whole`` tokens (``_clip_tokens``), the others to ``clip`` characters."""
-    humans = user_requests(msgs)
+    humans: list[str] = []
+    files: dict[str, tuple[int, str]] = {}
+    actions: list[_Item] = []
+    statements: list[_Item] = []
+    errors: dict[str, int] = {}
+    """Each distinct error line → the last position it was seen at (in that order: an item is made
+    only for the line kept, not for each time a log repeats it)."""
+    for i, m in enumerate(msgs):
+        paths, acts, lines, statement, asked = _found(m, clip)
+        if asked:
+            humans += asked
+        for path, item in paths:
+            files.pop(path, None)
+            files[path] = (i, item)
+        if acts:
+            actions += [_Item(i, a) for a in acts]
+        for line in lines:
+            errors.pop(line, None)
+            errors[line] = i
+        if statement is not None:
+            statements.append(_Item(i, statement))
     requests = [_Item(0, REQUEST_ITEM + _clip_tokens(humans[0], whole))] if humans else []
     if len(humans) > 1:
         requests.append(_Item(len(humans) - 1, REQUEST_ITEM + _clip_tokens(humans[-1], whole)))
         requests += [_Item(i, REQUEST_ITEM + _clip(humans[i], clip)) for i in range(len(humans) - 2, 0, -1)]
-    files: dict[str, _Item] = {}
-    actions: list[_Item] = []
-    statements: list[_Item] = []
-    errors: dict[str, _Item] = {}
-    for i, m in enumerate(msgs):
-        paths, acts, lines, statement = _found(m, clip)
-        for path, item in paths:
-            files.pop(path, None)
-            files[path] = _Item(i, item)
-        actions += [_Item(i, a) for a in acts]
-        for line in lines:
-            errors.pop(line, None)
-            errors[line] = _Item(i, line)
-        if statement is not None:
-            statements.append(_Item(i, statement))
     last = statements.pop() if statements else None
     upcoming = ([_Item(len(msgs), _clip(last.text, 2 * clip))] if last else [])
     if humans:
         upcoming.append(_Item(len(msgs) + 1, "Continue with the user's latest request: " + _clip(humans[-1], clip)))
     return {
         "requests": requests,
-        "files": list(reversed(files.values())),
-        "errors": list(reversed(errors.values())),
+        "files": [_Item(i, item) for i, item in reversed(files.values())],
+        "errors": [_Item(i, line) for line, i in reversed(errors.items())],
         "actions": list(reversed(actions)),
         "statements": list(reversed(statements)),
         "next": upcoming,
