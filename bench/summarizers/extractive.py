@@ -25,8 +25,8 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
 from itertools import accumulate
+from typing import NamedTuple
 
 from bench.summarizers import Summary, SummaryRequest
 from bench.summarizers.sizes import UNIT, size_fit

@@ -27,7 +27,7 @@ class FreshCache:
         alive = [e for e in self.entries if now - e[2] <= self.ttl]
         best, best_entry = 0, None
         for e in alive:
-            n = next((i for i, (a, b) in enumerate(zip(e[0], msgs)) if a != b), min(len(e[0]), len(msgs)))
+            n = next((i for i, (a, b) in enumerate(zip(e[0], msgs, strict=False)) if a != b), min(len(e[0]), len(msgs)))
             if n and sum(e[1][:n]) > best:
                 best, best_entry = sum(e[1][:n]), e
         if best < self.model.min_cache_prefix:
