@@ -668,7 +668,10 @@ class PromptCache:
             self._entries = kept[-self.MAX_ENTRIES:]
         else:
             self._entries = alive
-        self._common = {id(e): n for e, n in commons}
+        # Only entries still held are keyed: a dropped entry's id could be taken by a later object (a
+        # copy of this cache, in the open-loop twin's fork) and read a stranger's common prefix.
+        held = {id(e) for e in self._entries}
+        self._common = {id(e): n for e, n in commons if id(e) in held}
         return split
 
     @staticmethod

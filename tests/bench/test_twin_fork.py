@@ -112,7 +112,7 @@ def test_the_fork_holds_what_its_id_keyed_memos_name():
     finally:
         _Loop.fork = fork
     [(twin, common, entries)] = made
-    assert common and all(k in twin.origin for k in common)  # each an original's, held
+    assert all(k in twin.origin for k in common)  # each an original's, held (the cache keys no dropped entry)
     assert not set(common) & entries  # not one of the copies' ids (a lookup by a copy misses, and recounts)
     assert twin.strategy is not None and twin.session.on_summary.__self__ is twin  # bills into the twin
 
