@@ -90,6 +90,8 @@ def replay(
     label: str | None = None,
     observers: tuple[Observer, ...] = (),
 ) -> TaskResult:
+    """``trace`` sent through ``strategy``, call by call, as the agent would have sent it (the loop's
+    rules are ``_Loop``'s); ``replay_with_twin`` also gives the task's open-loop twin, forked, not replayed."""
     return _Loop(trace, strategy, config, counter, summarizer, label or strategy.name, observers).run()[0]
 
 
