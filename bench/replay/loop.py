@@ -182,10 +182,10 @@ class _Loop:
         self.pending: tuple[Context, Message, int, bool] | None = None
         """A fork's first act: the agent call of the step it was forked at (sent, answer, output, overflow)."""
         self.twin: _Loop | None = None
+        """The fork made at the first re-read (``replay_with_twin``), run once this replay has ended."""
         self.forkable = True
         """False once a fork failed (a state ``copy.deepcopy`` cannot copy): no twin is returned, and
         bench.run.runner._open_loop replays it from the start, as before forks."""
-        """The fork made at the first re-read (``replay_with_twin``), run once this replay has ended."""
         self.origin: dict[int, Any] | None = None
         """A fork's copy memo, held: it keeps every object the fork copied alive, so that a memo of the
         copied state keyed on ``id()`` of one of them (the prompt cache's common prefixes) misses in the
