@@ -61,7 +61,7 @@ def _run(args: argparse.Namespace) -> int:
     _print_notes(output.notes, output.run_dir / NOTES_FILE)
     if output.skipped:
         print(f"skipped {output.skipped} bad records (--lenient)", file=sys.stderr)
-    if output.errors and len(output.errors) == len(output.table):  # nothing to score, report or recommend
+    if output.errors and len(output.errors) == len(output.results):  # nothing to score, report or recommend
         _print_errors(output.errors)
         print(f"compaction-bench: every task failed ({len(output.errors)}); no report → {output.run_dir}/",
               file=sys.stderr)
@@ -69,10 +69,10 @@ def _run(args: argparse.Namespace) -> int:
     from bench.decide.verdict import weighting_text
     from bench.run.runner import CONSOLE_WIDTH
 
-    print(format_means(output.table, args.weight))
+    print(format_means(output.results, args.weight))
     print(textwrap.fill(f"(per trace: {weighting_text(args.weight)}; compact and overflows are totals; every "
                         f"metric is in {output.run_dir}/results.csv)", CONSOLE_WIDTH, break_on_hyphens=False))
-    fidelity = format_fidelity(output.table)
+    fidelity = format_fidelity(output.results)
     if fidelity:
         print("\nFidelity: the matching strategy, on provider counts (undriven) vs the real agent's first "
               "automatic compaction")
@@ -82,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"stopped: {output.stopped}", file=sys.stderr)
     from bench.decide.verdict import decide
 
-    verdict = decide(output.table, args.objective, weight=args.weight, summarizer=args.summarizer)
+    verdict = decide(output.results, args.objective, weight=args.weight, summarizer=args.summarizer)
     print("\n" + textwrap.fill(f"verdict: {verdict.sentence}", CONSOLE_WIDTH, subsequent_indent="  ",
                                break_on_hyphens=False))
     from bench.run.robustness import analyse, attach
@@ -93,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
             print("(checking the choice under other prices, weights, scenarios, window and cache TTL; the last "
                   "two replay)", file=sys.stderr)
         try:
-            robust = analyse(output.run_dir, output.table, verdict, objective=args.objective, weight=args.weight,
+            robust = analyse(output.run_dir, output.results, verdict, objective=args.objective, weight=args.weight,
                              summarizer=args.summarizer, replay=args.robustness == "replay")
             verdict = attach(verdict, robust)
         except Exception as e:  # noqa: BLE001 - the verdict stands without it, and says so

@@ -145,8 +145,8 @@ def estimate(config, *, sample: int = 2, report: bool = True) -> Estimate:
             report_s = steps.seconds
         sizes = _sizes(run_dir)
         spend = 0.0
-        if Budget(config).paid and not output.table.empty:
-            spend = float((output.table.cost * output.table.summarizer_cost_share).sum())
+        if Budget(config).paid and not output.results.empty:
+            spend = float((output.results.cost * output.results.summarizer_cost_share).sum())
     sample_messages = sum(len(t.messages) for t in sampled) or 1
     scale = messages / sample_messages
     per_trace = n / max(1, len(sampled))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.run.runner import CSV_AUTO_TASKS, aggregate
+from bench.run.finish import finish
+from bench.run.runner import CSV_AUTO_TASKS
 from bench.run.store import DETAIL, export, merge, read_plan, write_run
 
 
@@ -31,7 +32,7 @@ def merge_runs(out_dir: Path, runs: list[Path]) -> Path:
         raise ValueError(f"{out_dir}: already holds a run; merge into a new folder")
     merge(out_dir, [Path(r) for r in runs])
     plan = read_plan(out_dir)
-    table = aggregate(out_dir, plan)
+    finish(out_dir, plan, ())  # results.csv, streamed
     first = plan.drop_duplicates("trace").set_index("trace").tpos
     traces = {t["id"]: t for info in infos for t in info.get("traces", [])}
     info = {**infos[0], "config": {**infos[0]["config"], "shard": None, "name": out_dir.name,
@@ -39,7 +40,7 @@ def merge_runs(out_dir: Path, runs: list[Path]) -> Path:
             "traces": sorted(traces.values(), key=lambda t: first.get(t["id"], 0)),
             "merged_from": [str(r) for r in runs]}
     info.pop("schema_version", None)
-    write_run(out_dir, table, info)
+    write_run(out_dir, None, info)
     detail = infos[0]["config"].get("detail", "full")
     csv = infos[0]["config"].get("csv", "auto")
     if csv == "yes" or (csv == "auto" and len(plan) <= CSV_AUTO_TASKS):

@@ -40,7 +40,6 @@ from bench.run.store import (
     Store,
     TaskOutput,
     export,
-    load_results,
     provenance,
     task_output,
     write_plan,
@@ -140,8 +139,9 @@ class RunConfig:
 @dataclass
 class RunOutput:
     run_dir: Path
-    table: pd.DataFrame
-    summary: pd.DataFrame
+    results: pd.DataFrame
+    """The results table with the columns the end of a run reads (bench.run.finish.end_columns: the console,
+    the verdict, its robustness): O(tasks × a few floats). ``table`` has every column."""
     tasks: int = 0
     resumed: int = 0
     notes: list[str] = field(default_factory=list)
@@ -150,13 +150,30 @@ class RunOutput:
     """Bad records skipped in imported traces (``--lenient``)."""
     stopped: str = ""
     """Why the run stopped before every task ran (``--max-cost``), else empty."""
+    plan: pd.DataFrame | None = field(default=None, repr=False)
+    _table: pd.DataFrame | None = field(default=None, init=False, repr=False)
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The whole results table (every column of results.csv), read from the task store when first
+        asked: the end of a run itself never holds it."""
+        if self._table is None:
+            self._table = aggregate(self.run_dir, self.plan)
+        return self._table
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        """Totals per strategy (bench.scoring.metrics.by_strategy of ``table``)."""
+        from bench.scoring.metrics import by_strategy
+
+        return by_strategy(self.table)
 
     @property
     def errors(self) -> list[tuple[str, str, str]]:
         """(trace, strategy, error) of the tasks that raised."""
-        if self.table.empty:
+        if self.results.empty:
             return []
-        bad = self.table[self.table.error.fillna("") != ""]
+        bad = self.results[self.results.error.fillna("") != ""]
         return list(zip(bad.trace, bad.strategy, bad.error, strict=True))
 
 
@@ -693,7 +710,9 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
     notes.notes.extend(unpriced.values())  # one line per model priced by the stated fallback
     plan = planned.frame(specs)
     write_plan(run_dir, plan)
-    table = aggregate(run_dir, plan)
+    from bench.run.finish import end_columns, finish
+
+    results = finish(run_dir, plan, end_columns(config.objective))  # results.csv, streamed
     run_info = {
         "config": asdict(config),
         "strategies": [{"label": s.label, "name": s.name, "params": dict(s.params),
@@ -710,14 +729,12 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
         "provenance": provenance(),
     }
     planned.close()
-    write_run(run_dir, table, run_info)
+    write_run(run_dir, None, run_info)
     sources.write_notes(run_dir, notes.notes, notes.details)  # all of them; the console gets a summary
     if config.csv == "yes" or (config.csv == "auto" and len(plan) <= CSV_AUTO_TASKS):
         export(run_dir, tuple(t for t in DETAIL[config.detail] if t != "results"))
-    from bench.scoring.metrics import by_strategy
-
-    return RunOutput(run_dir, table, by_strategy(table), len(plan), planned.resumed, notes.notes, notes.skipped,
-                     budget.stopped)
+    return RunOutput(run_dir, results, len(plan), planned.resumed, notes.notes, notes.skipped, budget.stopped,
+                     plan=plan)
 
 
 def _noting_unpriced(config: RunConfig, traces: Iterator[tuple[int, Trace]], unpriced: dict[str, str]
@@ -766,13 +783,11 @@ def _replaces(run_dir: Path, config: RunConfig) -> str:
 
 
 def aggregate(run_dir: Path, plan: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The results table from the stored task rows: one row per task, linear in tasks."""
-    import pandas as pd
+    """The results table from the stored task rows, every column: one row per task, linear in tasks
+    (the end of a run keeps fewer: bench.run.finish)."""
+    from bench.run.finish import finish
 
-    from bench.scoring.metrics import finish_table
-
-    rows = load_results(run_dir, plan)
-    return finish_table(rows) if not rows.empty else pd.DataFrame()
+    return finish(run_dir, plan, csv=False)
 
 
 def format_summary(summary: pd.DataFrame) -> str:

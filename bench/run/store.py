@@ -369,6 +369,121 @@ def _ordered(run_dir: Path, table: str, plan: pd.DataFrame | None = None):
     return t.take(index).drop_columns(["key"])
 
 
+ORDERED_ROWS = 8192
+"""Rows per batch of ``ordered_frames``: a batch's frame and its CSV text stay a few MB."""
+
+
+def ordered_frames(run_dir: Path, table: str = "results", plan: pd.DataFrame | None = None,
+                   columns: list[str] | None = None, rows: int = ORDERED_ROWS,
+                   whole: str | None = None) -> Iterator[pd.DataFrame]:
+    """``_frame(_ordered(run_dir, table, plan), table)`` (``columns`` of it, all when None), about ``rows``
+    rows at a time, each batch's dtypes those the whole frame has (an int column with a null in any
+    batch is float in every batch), so concatenating the batches, or writing each as CSV, gives what
+    the whole frame gives, without ever holding it. ``whole``: a plan column whose values a batch never
+    splits (``trace``: every task of a trace in one batch), or one batch when the plan does not keep
+    each value's tasks together.
+
+    The ``key`` column (and any int or bool column with nulls) is read for the whole store first, to
+    place every row; a part is then read once and dropped as soon as no later batch takes from it.
+    The parts come in about the plan's order (the executor hands results back nearly in order), so few
+    are held at a time; a store written in another order only holds more of them (at most all, which
+    is what the one-frame read holds).
+    """
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    plan = read_plan(run_dir) if plan is None else plan
+    parts = _parts(Path(run_dir) / "data", table)
+    if not parts:
+        return
+    schemas = [pq.read_schema(p) for p in parts]
+    schema = pa.unify_schemas(schemas, promote_options="permissive")
+    names = [n for n in schema.names if n != "key"]
+    if columns is not None:  # in the caller's order, as ``select`` gives them
+        names = [c for c in columns if c in names]
+    schema = pa.schema([schema.field(n) for n in names])
+    nullable = [f.name for f in schema if pa.types.is_integer(f.type) or pa.types.is_boolean(f.type)]
+    index = pd.Index(plan.key.values)
+    pos, src, row, nulls = [], [], [], {n: [] for n in nullable}
+    for i, part in enumerate(parts):
+        t = _read(part, ["key", *(n for n in nullable if n in schemas[i].names)])
+        pos.append(index.get_indexer(t.column("key").to_numpy(zero_copy_only=False)))
+        src.append(np.full(t.num_rows, i, np.int32))
+        row.append(np.arange(t.num_rows, dtype=np.int32))
+        for n in nullable:
+            c = t.column(n) if n in t.column_names else None
+            nulls[n].append(np.ones(t.num_rows, bool) if c is None else
+                            np.zeros(t.num_rows, bool) if not c.null_count else c.is_null().to_numpy(False))
+    at = np.concatenate(pos)
+    keep = at >= 0
+    if table == "results":  # a task stored twice (re-run after an error) counts its last row
+        keep &= ~pd.Series(at).duplicated(keep="last").to_numpy()
+    sel = np.flatnonzero(keep)
+    sel = sel[np.argsort(at[sel], kind="stable")]
+    float_ints = {n for n in nullable if np.concatenate(nulls[n])[sel].any()}
+    src_s, row_s, at_s = np.concatenate(src)[sel], np.concatenate(row)[sel], at[sel]
+    del pos, src, row, nulls, at, keep, sel
+    last = np.zeros(len(parts), np.int64)
+    np.maximum.at(last, src_s, np.arange(len(src_s)))
+    held: dict[int, Any] = {}
+    for start, stop in _batches(plan, at_s, rows, whole):
+        s, r = src_s[start:stop], row_s[start:stop]
+        cuts = np.flatnonzero(np.diff(s)) + 1
+        pieces = []
+        for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(s)], strict=True):
+            i = int(s[a])
+            if i not in held:
+                held[i] = _conform(_read(parts[i], [n for n in names if n in schemas[i].names]), schema)
+            pieces.append(held[i].take(r[a:b]))
+        for i in [i for i in held if last[i] < stop]:
+            del held[i]
+        df = pa.concat_tables(pieces).to_pandas()
+        for n in float_ints:
+            df[n] = df[n].astype(object if df[n].dtype == bool else float) if df[n].dtype.kind in "biu" else df[n]
+        yield df
+
+
+def _batches(plan: pd.DataFrame, at: Any, rows: int, whole: str | None) -> list[tuple[int, int]]:
+    """(start, stop) of each batch over rows at plan positions ``at`` (ascending): about ``rows`` each,
+    cut only where ``plan[whole]`` changes; one batch when that column's values are not contiguous."""
+    import numpy as np
+    import pandas as pd
+
+    n = len(at)
+    if whole is None:
+        return [(a, min(a + rows, n)) for a in range(0, n, rows)]
+    codes = pd.factorize(plan[whole])[0][at]
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if n else np.zeros(0, np.int64)
+    if len(starts) != len(np.unique(codes)):  # a value's tasks apart in the plan: no cut is safe
+        return [(0, n)] if n else []
+    out, a = [], 0
+    while a < n:
+        b = starts[np.searchsorted(starts, a + rows)] if a + rows < starts[-1] else n
+        out.append((a, int(b)))
+        a = int(b)
+    return out
+
+
+def _read(path: Path, columns: list[str]):
+    """Columns of one part (a ParquetFile read: a few hundred parts cost a fraction of ``read_table``'s time)."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as f:
+        return f.read(columns=columns)
+
+
+def _conform(t, schema):
+    """``t`` with ``schema``'s columns and types (a column it lacks: nulls), as the permissive concat of
+    every part would have given it."""
+    import pyarrow as pa
+
+    cols = [t.column(f.name).cast(f.type) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
+            for f in schema]
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
 def _frame(t, table: str) -> pd.DataFrame:
     """As the runner used to build it: columns from records, a frame of dicts for observer rows."""
     import pandas as pd
@@ -435,9 +550,11 @@ def export(run_dir: Path, tables: tuple[str, ...] = tuple(EXPORTS)) -> list[Path
     return written
 
 
-def write_run(run_dir: Path, table: pd.DataFrame, run_info: dict[str, Any]) -> None:
-    """results.csv and run.json (the task store is already written, batch by batch)."""
-    atomic_write(run_dir / "results.csv", table.to_csv(index=False))
+def write_run(run_dir: Path, table: pd.DataFrame | None, run_info: dict[str, Any]) -> None:
+    """results.csv (unless ``table`` is None: bench.run.finish streamed it) and run.json (the task store
+    is already written, batch by batch)."""
+    if table is not None:
+        atomic_write(run_dir / "results.csv", table.to_csv(index=False))
     atomic_write(run_dir / "run.json", json.dumps({"schema_version": SCHEMA_VERSION, **run_info}, indent=2,
                                                    default=str))
 
