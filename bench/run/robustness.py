@@ -256,6 +256,7 @@ def call_batches(run_dir: Path, rows: int = 262_144) -> Iterator[pd.DataFrame]:
     if parts:
         for part in parts:
             yield store.read_parts([part], columns).to_pandas()
+            store.release()  # what Arrow's allocator keeps of the batch goes back: flat over thousands of parts
         return
     export = Path(run_dir) / store.EXPORTS["calls"]
     if export.is_file():

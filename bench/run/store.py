@@ -192,9 +192,11 @@ def read_parts(parts: list[Path], columns: list[str] | None = None):
 
     tables = []
     for p in parts:
-        t = pq.read_table(p)
-        if columns is not None:
-            t = t.select([c for c in columns if c in t.column_names])
+        if columns is None:
+            t = pq.read_table(p)
+        else:  # only these columns are read (a part may lack some: a column null in every row of it)
+            have = set(pq.read_schema(p).names)
+            t = _read(p, [c for c in columns if c in have])
         tables.append(t)
     if not tables:
         return pa.table({})
@@ -440,6 +442,8 @@ def ordered_frames(run_dir: Path, table: str = "results", plan: pd.DataFrame | N
         for i in [i for i in held if last[i] < stop]:
             del held[i]
         df = pa.concat_tables(pieces).to_pandas()
+        del pieces
+        release()
         for n in float_ints:
             df[n] = df[n].astype(object if df[n].dtype == bool else float) if df[n].dtype.kind in "biu" else df[n]
         yield df
@@ -464,6 +468,14 @@ def _batches(plan: pd.DataFrame, at: Any, rows: int, whole: str | None) -> list[
         out.append((a, int(b)))
         a = int(b)
     return out
+
+
+def release() -> None:
+    """Hand back to the system what Arrow's allocator (mimalloc) keeps of freed batches. Without it, reading
+    a few hundred parts one at a time grows the process by 100-200 MB that it never uses again."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def _read(path: Path, columns: list[str]):
