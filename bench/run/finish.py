@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.run.store import ORDERED_ROWS, ordered_frames, read_plan
+from bench.run.store import ORDERED_ROWS, ordered_frames
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -464,7 +464,7 @@ def _batches(plan: pd.DataFrame, at: Any, rows: int, whole: str | None) -> list[
         return [(0, n)] if n else []
     out, a = [], 0
     while a < n:
-        b = starts[np.searchsorted(starts, a + rows)] if a + rows < starts[-1] else n
+        b = starts[np.searchsorted(starts, a + rows)] if a + rows <= starts[-1] else n
         out.append((a, int(b)))
         a = int(b)
     return out
