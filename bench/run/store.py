@@ -483,7 +483,7 @@ def _read(path: Path, columns: list[str]):
     import pyarrow.parquet as pq
 
     with pq.ParquetFile(path) as f:
-        return f.read(columns=columns)
+        return f.read(columns=columns, use_threads=False)
 
 
 def _conform(t, schema):
