@@ -195,8 +195,6 @@ def _parquet(run_dir: Path, table: str, want: list[str] | None, match: dict[str,
 
     from bench.run import store
 
-    plan = store.read_plan(run_dir).key.astype(str).tolist()
-    keys = pa.array(plan, pa.string())
     seq = 0
     for part in store._parts(run_dir / "data", table):
         f = pq.ParquetFile(part)
@@ -204,20 +202,70 @@ def _parquet(run_dir: Path, table: str, want: list[str] | None, match: dict[str,
         use = [c for c in (want if want is not None else names) if c in names and c != "key"]
         if not use or not set(match) <= set(names):
             continue
-        for b in f.iter_batches(batch_size=BATCH_ROWS, columns=[*use, "key"]):
-            mask = pc.is_in(b.column("key"), value_set=keys)
+        positions = _positions(run_dir, part)
+        offset = 0
+        for b in f.iter_batches(batch_size=BATCH_ROWS, columns=use):
+            pos = positions[offset:offset + b.num_rows]
+            offset += b.num_rows
+            mask = pa.array(pos >= 0)
             for column, value in match.items():
                 mask = pc.and_(mask, pc.equal(b.column(column), value))
-            b = b.filter(mask)
-            if not b.num_rows:
+            keep = pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
+            if not keep.any():
                 continue
-            pos = pc.index_in(b.column("key"), value_set=keys).to_numpy(zero_copy_only=False)
-            b = b.drop_columns(["key"])
+            b = b.filter(pa.array(keep))
             frame = pd.DataFrame(b.to_pylist(), columns=b.column_names) if rows else b.to_pandas()
-            frame["_pos"] = pos.astype(np.int64)
+            frame["_pos"] = pos[keep].astype(np.int64)
             frame["_seq"] = np.arange(seq, seq + len(frame), dtype=np.int64)
             seq += len(frame)
             yield frame
+
+
+_RUNS: dict[tuple[str, int, int, str, int], tuple[object, object]] = {}
+"""(part, its mtime and size, plan, its mtime) → the part's rows as runs of one task each: the row where
+each run starts and its task's place in the plan (-1: not in the plan). A part is read per strategy
+and per table: its key column is looked up once, and what is kept is a few numbers per task, not per row."""
+
+
+def _positions(run_dir: Path, part: Path):
+    """Each row's task position in the plan (-1 when the plan no longer lists it), as ``pc.index_in``
+    of the row's key in the plan's keys gives it."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    plan_path = Path(run_dir) / "data" / "plan.parquet"
+    st, pst = part.stat(), plan_path.stat()
+    key = (str(part), st.st_mtime_ns, st.st_size, str(plan_path), pst.st_mtime_ns)
+    if key not in _RUNS:
+        index, first = _plan_index(run_dir, pst.st_mtime_ns)
+        keys = pq.read_table(part, columns=["key"]).column("key").to_numpy(zero_copy_only=False)
+        n = len(keys)
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if n else np.zeros(0, np.int64)
+        found = index.get_indexer(keys[starts]) if n else np.zeros(0, np.int64)
+        if len(_RUNS) > 100_000:  # a long-lived process that reported many runs
+            _RUNS.clear()
+        _RUNS[key] = (np.r_[starts, n].astype(np.int64), np.where(found >= 0, first[found], -1).astype(np.int64))
+    bounds, at = _RUNS[key]
+    return np.repeat(at, np.diff(bounds))
+
+
+_PLANS: dict[tuple[str, int], tuple[pd.Index, object]] = {}
+
+
+def _plan_index(run_dir: Path, mtime: int) -> tuple[pd.Index, object]:
+    """The plan's distinct keys and, for each, its first place in the plan (where ``pc.index_in`` finds it)."""
+    import numpy as np
+
+    from bench.run import store
+
+    found = _PLANS.get((str(run_dir), mtime))
+    if found is None:
+        keys = store.read_plan(run_dir).key.astype(str)
+        first = ~keys.duplicated()
+        found = (pd.Index(keys[first].to_numpy(object)), np.flatnonzero(first.to_numpy()))
+        _PLANS.clear()
+        _PLANS[(str(run_dir), mtime)] = found
+    return found
 
 
 def in_order(frames: Sequence[pd.DataFrame] | Iterator[pd.DataFrame], columns: Sequence[str] | None = None
