@@ -163,11 +163,23 @@ def _header(col: Column) -> str:
     return f'<th class="num" title="{html.escape(tip)}">{html.escape(col.label)}{arrow}</th>'
 
 
+def _records(rows: pd.DataFrame) -> list[dict[str, object]]:
+    """``rows``' rows as ``iterrows`` gives their values (its ``values``, one object row each), without a
+    Series per row (the report's per-trace tables make one for each of 540 × 45 rows). ``iterrows``
+    keeps that object row as it is unless every value in it is text (pandas then infers a string dtype
+    and turns None into NaN): a numeric column rules that out; without one, ``iterrows`` itself is used."""
+    columns = rows.columns.tolist()
+    if not any(t.kind in "biufc" for t in rows.dtypes if isinstance(t, np.dtype)):
+        return [{c: r[c] for c in columns} for _, r in rows.iterrows()]
+    return [dict(zip(columns, v, strict=True)) for v in rows.values]
+
+
 def table_html(rows: pd.DataFrame, *, css_class: str = "results", keys: Sequence[str] | None = None,
                links: dict[str, str] | None = None) -> str:
     """An HTML table of ``rows`` (one per strategy, in the given order) with shaded metric cells;
     ``links`` maps a strategy to the page of its compactions."""
-    cols = [c for c in COLUMNS if c.key in rows and rows[c.key].notna().any() and (keys is None or c.key in keys)]
+    measured = set(rows.columns[rows.notna().any().to_numpy()]) if len(rows.columns) else set()
+    cols = [c for c in COLUMNS if c.key in measured and (keys is None or c.key in keys)]
     shades = {c.key: _shade(rows[c.key], METRIC_BY_NAME[c.key].lower_is_better if c.key in METRIC_BY_NAME
                                           else None) for c in cols}
     base = (rows.strategy == BASELINE).to_numpy()
@@ -180,33 +192,33 @@ def table_html(rows: pd.DataFrame, *, css_class: str = "results", keys: Sequence
                 shades[c.key] = ["" if b else next(it) for b in base]
     head = "<tr><th>strategy</th>" + "".join(_header(c) for c in cols) + "</tr>"
     body = []
-    for i, (_, r) in enumerate(rows.iterrows()):
-        name = html.escape(str(r.strategy))
+    for i, r in enumerate(_records(rows)):
+        name = html.escape(str(r["strategy"]))
         badges = []
-        if r.strategy == BASELINE:
+        if r["strategy"] == BASELINE:
             badges.append('<span class="badge base">baseline</span>')
         if bool(r.get("false_economy", False)):
             badges.append('<span class="badge warn" title="fewer input tokens than none, yet more dollars">'
                           "false economy</span>")
         failed = r.get("failed", "")
         if r.get("error", ""):
-            badges.append(f'<span class="badge fail" title="{html.escape(r.error)}">error</span>')
+            badges.append(f'<span class="badge fail" title="{html.escape(r["error"])}">error</span>')
         if isinstance(failed, str) and failed:
             badges.append(f'<span class="badge fail" title="{html.escape(failed)}">failed</span>')
         elif isinstance(failed, int | np.integer) and failed:
             badges.append(f'<span class="badge fail">failed on {int(failed)}</span>')
-        if links and r.strategy in links:
-            badges.append(f'<a class="view" href="{html.escape(links[r.strategy])}" '
+        if links and r["strategy"] in links:
+            badges.append(f'<a class="view" href="{html.escape(links[r["strategy"]])}" '
                           'title="what each of its compactions did, per trace">compactions</a>')
         cells = [f'<td class="name">{name} {" ".join(badges)}</td>']
         for c in cols:
             v = r[c.key]
             text = "—" if pd.isna(v) else c.fmt(float(v))
-            if c.key == "cost" and not pd.isna(r.get("cost_vs_none", np.nan)) and r.strategy != BASELINE:
-                text += f' <span class="delta">{r.cost_vs_none:+.0%}</span>'
+            if c.key == "cost" and not pd.isna(r.get("cost_vs_none", np.nan)) and r["strategy"] != BASELINE:
+                text += f' <span class="delta">{r["cost_vs_none"]:+.0%}</span>'
             style = f' style="{shades[c.key][i]}"' if shades[c.key][i] else ""
             cells.append(f'<td class="num"{style}>{text}</td>')
-        body.append(f'<tr class="{"baseline" if r.strategy == BASELINE else ""}">' + "".join(cells) + "</tr>")
+        body.append(f'<tr class="{"baseline" if r["strategy"] == BASELINE else ""}">' + "".join(cells) + "</tr>")
     return f'<table class="{css_class}"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
 
 
