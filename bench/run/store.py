@@ -400,7 +400,8 @@ def ordered_frames(run_dir: Path, table: str = "results", plan: pd.DataFrame | N
     parts = _parts(Path(run_dir) / "data", table)
     if not parts:
         return
-    schemas = [pq.read_schema(p) for p in parts]
+    metas = [pq.read_metadata(p) for p in parts]
+    schemas = [m.schema.to_arrow_schema() for m in metas]
     schema = pa.unify_schemas(schemas, promote_options="permissive")
     names = [n for n in schema.names if n != "key"]
     if columns is not None:  # in the caller's order, as ``select`` gives them
@@ -410,14 +411,15 @@ def ordered_frames(run_dir: Path, table: str = "results", plan: pd.DataFrame | N
     index = pd.Index(plan.key.values)
     pos, src, row, nulls = [], [], [], {n: [] for n in nullable}
     for i, part in enumerate(parts):
-        t = _read(part, ["key", *(n for n in nullable if n in schemas[i].names)])
+        t = _read(part, ["key", *(n for n in nullable if n in schemas[i].names and _may_be_null(metas[i], n))])
         pos.append(index.get_indexer(t.column("key").to_numpy(zero_copy_only=False)))
         src.append(np.full(t.num_rows, i, np.int32))
         row.append(np.arange(t.num_rows, dtype=np.int32))
         for n in nullable:
-            c = t.column(n) if n in t.column_names else None
-            nulls[n].append(np.ones(t.num_rows, bool) if c is None else
-                            np.zeros(t.num_rows, bool) if not c.null_count else c.is_null().to_numpy(False))
+            c = t.column(n) if n in t.column_names else None  # not read: no null in this part
+            nulls[n].append(np.ones(t.num_rows, bool) if n not in schemas[i].names else
+                            np.zeros(t.num_rows, bool) if c is None or not c.null_count else
+                            c.is_null().to_numpy(False))
     at = np.concatenate(pos)
     keep = at >= 0
     if table == "results":  # a task stored twice (re-run after an error) counts its last row
@@ -486,13 +488,31 @@ def _read(path: Path, columns: list[str]):
         return f.read(columns=columns, use_threads=False)
 
 
+def _may_be_null(meta, name: str) -> bool:
+    """Whether column ``name`` of a part may hold a null: its row groups' statistics say none, else True."""
+    schema = meta.schema
+    at = schema.names.index(name) if name in schema.names else None
+    if at is None or schema.column(at).path != name:  # not a flat column of this part: read it to know
+        return True
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(at).statistics
+        if stats is None or not stats.has_null_count or stats.null_count:
+            return True
+    return False
+
+
 def _conform(t, schema):
     """``t`` with ``schema``'s columns and types (a column it lacks: nulls), as the permissive concat of
     every part would have given it."""
     import pyarrow as pa
 
-    cols = [t.column(f.name).cast(f.type) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
-            for f in schema]
+    cols, have = [], set(t.column_names)
+    for f in schema:
+        if f.name not in have:
+            cols.append(pa.nulls(t.num_rows, f.type))
+        else:
+            c = t.column(f.name)
+            cols.append(c if c.type == f.type else c.cast(f.type))
     return pa.Table.from_arrays(cols, schema=schema)
 
 
