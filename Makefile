@@ -5,12 +5,11 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# The hot replay checks compiled with mypyc (bench/cli/native.py), rebuilt when one of them changes; never
+# The hot replay checks compiled with mypyc (bench/cli/native.py), rebuilt when a source changes; never
 # fails: without a C compiler or on a compile error it says so in one line and the bench runs as pure
 # Python, with the same results. COMPACTION_BENCH_PURE=1 runs pure Python anyway; `make native` rebuilds.
 NATIVE := build/native/manifest.json
-NATIVE_SOURCES := bench/replay/references.py bench/replay/rereads.py bench/replay/validity.py \
-	bench/tokens/prefix.py bench/summarizers/extractive.py strategies/_cuts.py strategies/codex/running.py
+NATIVE_SOURCES := $(wildcard bench/*.py bench/*/*.py strategies/*.py strategies/*/*.py traces/*.py)
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
@@ -23,7 +22,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
-$(NATIVE): $(STAMP) $(NATIVE_SOURCES) bench/cli/native.py
+$(NATIVE): $(STAMP) $(NATIVE_SOURCES)
 	$(BIN)/python -m bench.cli.native
 native: $(STAMP)
 	$(BIN)/python -m bench.cli.native

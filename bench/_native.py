@@ -68,7 +68,7 @@ def _usable() -> tuple[dict[str, Path] | None, str]:
         return None, f"unreadable native build ({e.__class__.__name__})"
     if not all(f.is_file() for f in files.values()):
         return None, "the native build is incomplete"
-    return files, f"compiled with mypyc ({len(built['sources'])} modules)"
+    return files, f"compiled with mypyc ({len(files) - 1} modules)"
 
 
 def install() -> None:
