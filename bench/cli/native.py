@@ -2,9 +2,10 @@
 loads the result). Never fails: without mypy (the dev extra) or a C compiler, or on any compile error,
 it says so in one line and the bench runs as pure Python, with the same results.
 
-Why these modules: they are the Python-heavy part of every replay that no other code monkeypatches
-and whose state the twin fork can deep-copy once compiled (`make perf` measured the bench ~10% faster,
-/work/notes/doc-native.md). The build log is build/native.log.
+Why these modules: typed, Python-heavy parts of every replay whose state the twin fork can still
+deep-copy once compiled; compiled, a bench run spends about 10% less CPU (issue 28). The rest of
+the hot path is not compiled yet: provider and pricing hold classes mypyc cannot copy or define, the
+counter and the loop need typing fixes first. The build log is build/native.log.
 """
 
 from __future__ import annotations
