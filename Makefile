@@ -5,17 +5,27 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The hot replay checks compiled with mypyc (bench/cli/native.py), rebuilt when a source changes; never
+# fails: without a C compiler or on a compile error it says so in one line and the bench runs as pure
+# Python, with the same results. COMPACTION_BENCH_PURE=1 runs pure Python anyway; `make native` rebuilds.
+NATIVE := build/native/manifest.json
+NATIVE_SOURCES := $(wildcard bench/*.py bench/*/*.py strategies/*.py strategies/*/*.py traces/*.py)
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: setup bench bench-real tune test test-slow perf perf-scale perf-scale-estimate fuzz lint clean
+.PHONY: setup native bench bench-real tune test test-slow perf perf-scale perf-scale-estimate fuzz lint clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(NATIVE)
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
+
+$(NATIVE): $(STAMP) $(NATIVE_SOURCES)
+	$(BIN)/python -m bench.cli.native
+native: $(STAMP)
+	$(BIN)/python -m bench.cli.native
 
 bench: setup
 	$(BIN)/compaction-bench run --name bench --seeds 3
@@ -60,4 +70,4 @@ lint: setup
 	$(BIN)/ruff check bench strategies traces reports tests
 
 clean:
-	rm -rf $(VENV) out .pytest_cache
+	rm -rf $(VENV) out .pytest_cache build/native build/native.log

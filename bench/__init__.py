@@ -6,6 +6,10 @@ where they are used, so ``import bench`` stays cheap.
 
 __version__ = "0.1.0"
 
+from bench import _native  # noqa: E402 (the compiled modules, when built, before any is imported)
+
+_native.install()
+
 
 def lazy_face(package: str, modules: dict[str, tuple[str, ...]]):
     """A stage package's face: its public names, each imported from its module on first use, so that

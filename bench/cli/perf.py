@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import strategies
+from bench import _native
 from bench.context.messages import Context
 from bench.context.session import Session
 from bench.context.strategy import Outcome, Strategy
@@ -407,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     names = args.strategies or strategies.names()
     if "none" not in names:
         names = ["none", *names]
-    print(f"make perf: {load()}\n")
+    print(f"make perf: {load()}")
+    print(f"replay checks: {_native.status} (COMPACTION_BENCH_PURE=1: pure Python)\n")  # the bench's subprocess too
     floor_vs_bench(args.seeds, not args.no_bench)
     if args.quick:
         print(f"\nat the end: {load()}")

@@ -6,7 +6,7 @@ threshold in O(1) on every call; only a rewrite (which touches many messages any
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress
@@ -83,8 +83,8 @@ class Context:
         old = self.messages
         if len(new) >= len(old):
             changed = [*compress(range(len(old)), map(is_not, old, new)), *range(len(old), len(new))]
-            gone = [old[i] for i in changed if i < len(old)]
-            came = [new[i] for i in changed]
+            gone: Sequence[Message] = [old[i] for i in changed if i < len(old)]  # a tuple below: typed
+            came: Sequence[Message] = [new[i] for i in changed]  # once, as a compiled build needs
         else:  # fewer messages: count what lies between the common head and the common tail
             n = len(new)
             head = next(compress(range(n), map(is_not, old, new)), n)

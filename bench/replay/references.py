@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import is_not
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from bench.tokens.counter import render
 from bench.tokens.prefix import first_difference
@@ -92,8 +92,8 @@ class RecordedIndex:
     and each message is rendered once.
     """
 
-    _SHARED: OrderedDict[int, tuple[Trace, RecordedIndex]] = OrderedDict()
-    _KEEP = 4
+    _SHARED: ClassVar[OrderedDict[int, tuple[Trace, RecordedIndex]]] = OrderedDict()
+    _KEEP: ClassVar[int] = 4
     """Traces whose index is kept (a run replays all strategies of one trace before the next)."""
 
     def __init__(self) -> None:

@@ -98,9 +98,11 @@ class FileViews:
                 if is_read(use) and file_path(use):
                     self._calls[use.id] = use
             for r in m.tool_results:
-                use = self._calls.pop(r.tool_use_id, None)
-                if use is not None and not r.is_error and r.content.strip():
-                    self._add(Shown(file_path(use).strip(), use, r.content, m, _partial(use)))
+                asked = self._calls.pop(r.tool_use_id, None)  # not ``use``: a compiled build types names once
+                if asked is not None and not r.is_error and r.content.strip():
+                    path = file_path(asked)  # indexed above only when it names one
+                    assert path is not None
+                    self._add(Shown(path.strip(), asked, r.content, m, _partial(asked)))
         self._seen = len(history)
 
     def _add(self, shown: Shown) -> None:

@@ -7,6 +7,7 @@ match text the same way without importing the probe machinery that calls them.
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 from functools import lru_cache
 
 _SPACE = re.compile(r"\s+")
@@ -38,6 +39,6 @@ def variants(needle_text: str, is_path: bool) -> tuple[str, ...]:
     return tuple(v for v in (path_variants(needle_text) if is_path else (normalize(needle_text),)) if v)
 
 
-def present(needle_text: str, haystack: str, *, is_path: bool = False) -> bool:
+def present(needle_text: str, haystack: Container[str], *, is_path: bool = False) -> bool:
     """Is ``needle_text`` in the (normalized) haystack? Paths also match by their last two parts."""
     return any(v in haystack for v in variants(needle_text, is_path))

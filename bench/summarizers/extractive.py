@@ -241,6 +241,12 @@ class ExtractiveSummarizer:
     sized: bool = True
     """Aim at the size the strategy's agent writes (False: only what the sections' first items hold)."""
 
+    def __deepcopy__(self, memo: dict) -> ExtractiveSummarizer:
+        """Itself: frozen, of immutable fields, so a copy would be equal in every way. Said outright
+        because the compiled build (bench/cli/native.py) cannot copy a frozen class field by field,
+        and the twin fork (bench.replay.loop._Loop.fork) deep-copies the session that holds it."""
+        return self
+
     def summarize(self, request: SummaryRequest) -> Summary:
         msgs = request.messages
         layout = sections(request.prompt)
