@@ -1,6 +1,6 @@
 """Loads the mypyc-compiled replay checks when a build of the current sources is there (issue 28).
 
-``tools/build_native.py`` (run by ``make setup``) compiles a few hot, fully typed modules
+``bench/cli/native.py`` (``python -m bench.cli.native``, run by ``make setup``) compiles a few hot, fully typed modules
 (``build/native/manifest.json`` lists them) into ``build/native``, apart from the sources: this
 module puts a finder for exactly those modules first on ``sys.meta_path``, so that ``import
 bench.replay.references`` loads the compiled one. The compiled modules are one group (they call each
