@@ -6,7 +6,7 @@ from bench import lazy_face
 
 _MODULES = {
     "loop": ("replay", "ReplayConfig",),
-    "records": ("TaskResult", "CallRecord", "EventRecord", "SummaryRecord",),
+    "records": ("TaskResult", "CallRecord", "CallColumns", "EventRecord", "SummaryRecord",),
     "validity": ("RequestCheck",),
     "provider": ("shipped_counts", "adopt_shipped", "ProviderView", "TRUTHS",),
 }

@@ -36,7 +36,7 @@ from bench.context.strategy import Outcome, Strategy
 from bench.cost.pricing import ModelProfile, PromptCache, known, profile, recorded_id
 from bench.cost.windows import SessionWindows, session_windows
 from bench.replay.provider import ProviderView
-from bench.replay.records import CallRecord, EventRecord, SummaryRecord, TaskResult
+from bench.replay.records import EventRecord, SummaryRecord, TaskResult
 from bench.replay.references import RecordedIndex, ReferenceCheck
 from bench.replay.rereads import Rereads
 from bench.replay.validity import EVENT_KIND as INVALID
@@ -213,16 +213,14 @@ class _Loop:
         # A real provider response is billed as the model that answered it.
         price = profile(summary.model) if summary.billed and summary.model and known(summary.model) \
             else self.summary_model
-        result.calls.append(
-            CallRecord(
-                self.trace.id, self.label, session.call_index, "summarizer", len(msgs), prompt,
-                sum(meter.estimate(m) for m in request.messages), read, write, uncached,
-                summary.output_tokens,
-                price.cost(uncached=uncached, cache_read=read, cache_write=write,
-                           output=summary.output_tokens, ttl=config.cache_ttl),
-                price.cost_without_cache(prompt, summary.output_tokens),
-                prefix_break, False, session.now,
-            )
+        result.calls.append(  # a CallRecord's values (bench.replay.records.CallColumns)
+            self.trace.id, self.label, session.call_index, "summarizer", len(msgs), prompt,
+            sum(meter.estimate(m) for m in request.messages), read, write, uncached,
+            summary.output_tokens,
+            price.cost(uncached=uncached, cache_read=read, cache_write=write,
+                       output=summary.output_tokens, ttl=config.cache_ttl),
+            price.cost_without_cache(prompt, summary.output_tokens),
+            prefix_break, False, session.now,
         )
         result.summaries.append(
             SummaryRecord(self.trace.id, self.label, session.call_index, summary.output_tokens, summary.text,
@@ -270,16 +268,14 @@ class _Loop:
                                              sent.truth, sent.truth, sent.estimate, len(invalid), None,
                                              describe(invalid)))
         split = self.provider.request(self.cache, sent.messages, sent.meter.overhead, clock, session.call_index)
-        result.calls.append(
-            CallRecord(
-                self.trace.id, self.label, session.call_index, kind, len(sent), split.prompt, sent.estimate,
-                split.cache_read, split.cache_write, split.uncached, output,
-                model.cost(uncached=split.uncached, cache_read=split.cache_read,
-                           cache_write=split.cache_write, output=output, ttl=config.cache_ttl),
-                model.cost_without_cache(split.prompt, output),
-                split.prefix_break, overflow, clock, unseen, len(invalid), rereads, reread_tokens,
-                model.id, model.max_input or model.context_window,
-            )
+        result.calls.append(  # a CallRecord's values (bench.replay.records.CallColumns)
+            self.trace.id, self.label, session.call_index, kind, len(sent), split.prompt, sent.estimate,
+            split.cache_read, split.cache_write, split.uncached, output,
+            model.cost(uncached=split.uncached, cache_read=split.cache_read,
+                       cache_write=split.cache_write, output=output, ttl=config.cache_ttl),
+            model.cost_without_cache(split.prompt, output),
+            split.prefix_break, overflow, clock, unseen, len(invalid), rereads, reread_tokens,
+            model.id, model.max_input or model.context_window,
         )
         session.last_usage = Usage(
             input_tokens=split.uncached, output_tokens=output,
@@ -377,8 +373,8 @@ class _Loop:
 
         Deep-copied: the strategy (its own memory and memos), the session (its ``state``, usage, summarizer),
         the prompt caches and the provider view (running sums). Shared: ``SHARED_TYPES``. Left out: the
-        results so far (the twin starts with copies of the lists of frozen records) and what the twin does
-        not run (observers, the re-read proxy, the reference and validity checks)."""
+        results so far (the twin starts with a copy of the call columns and of the lists of frozen records)
+        and what the twin does not run (observers, the re-read proxy, the reference and validity checks)."""
         out = ("result", "observers", "references", "rereads", "validity", "recorded", "origin", "twin")
         held = {name: getattr(self, name) for name in out}
         for name in out:
@@ -391,8 +387,7 @@ class _Loop:
             for name, value in held.items():
                 setattr(self, name, value)
         result = self.result
-        calls = [c if not (c.unseen_refs or c.invalid) else dc_replace(c, unseen_refs=0, invalid=0)
-                 for c in result.calls]  # as ``costs_only`` writes them
+        calls = result.calls.copy(zeroed=("unseen_refs", "invalid"))  # as ``costs_only`` writes them
         twin.result = TaskResult(result.trace, result.strategy, calls=calls,
                                  events=[e for e in result.events if e.kind != INVALID],
                                  summaries=list(result.summaries))

@@ -9,7 +9,6 @@ cache tables (bench.cost), which come after counting.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from bench.tokens.attribution import Attribution, ReasoningDrop, attribute
@@ -35,7 +34,7 @@ class ProviderView:
         """(head, messages, the request sent for them) of the last agent request."""
         drop = ReasoningDrop(trace, self.attribution, counter) if self.attribution else None
         self._drop = drop if drop else None
-        self._tok = counter.truth if self.ratio == 1.0 else partial(counter.truth_at, ratio=self.ratio)
+        self._tok = counter.truth if self.ratio == 1.0 else counter.truth_in(self.ratio)
         """Each message's count in the provider's units, bound once (``request`` runs every call)."""
 
     def overhead_at(self, call: int) -> int:

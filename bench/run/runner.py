@@ -343,7 +343,7 @@ def _open_loop(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpe
     bench.replay.loop.replay_with_twin), else replayed again from the start. None when they are this
     replay's own (it made no re-read, or it ran open); NaN under a paid summarizer (``anthropic``): its
     summaries of contexts the re-reads changed would be bought twice; NaN without ``open_loop_twin``."""
-    if replay_config.open_loop or not any(c.rereads for c in result.calls):
+    if replay_config.open_loop or not any(result.calls.column("rereads")):
         return None
     if config.summarizer == "anthropic" or not config.open_loop_twin:
         return {"cost": math.nan, "input_tokens": math.nan}
@@ -365,7 +365,7 @@ def _open_loop(trace: Trace, counter: TokenCounter, spec: strategies.StrategySpe
 def _twin_totals(twin: TaskResult) -> dict[str, float]:
     from bench.scoring.metrics import _sum  # the total as task_row takes it: the same figure to the bit
 
-    return {"cost": _sum([c.cost for c in twin.calls]), "input_tokens": sum(c.prompt_tokens for c in twin.calls)}
+    return {"cost": _sum(twin.calls.column("cost")), "input_tokens": sum(twin.calls.column("prompt_tokens"))}
 
 
 def shared_counter(trace: Trace, counts: Any) -> TokenCounter:

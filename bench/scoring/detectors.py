@@ -1,6 +1,6 @@
 """Failure detectors: compaction failures users have filed, found in the rows a replay writes.
 
-Each detector reads one task's call rows (bench/replay/records.CallRecord: ``call``, ``kind``,
+Each detector reads one task's call rows (bench/replay/records.CallRecord or CallRow: ``call``, ``kind``,
 ``prompt_tokens``, ``model``, ``window``) and event rows (EventRecord: ``call``, ``kind``,
 ``tokens_before``, ``tokens_after``) and returns its firings, one ``Finding`` per call it fires on.
 The count of findings per detector is a results column (``DETECTORS``, listed in
@@ -28,7 +28,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.replay.records import CallRecord, EventRecord
+from bench.replay.records import CallRecord, CallRow, EventRecord
+
+Call = CallRecord | CallRow
+"""A call row as a record or as a ``CallColumns.rows`` tuple (task_row's): the same fields by name."""
 
 COMPACTION_KINDS = ("summarize", "handoff")
 TRIGGER_KINDS = (*COMPACTION_KINDS, "drop")
@@ -90,11 +93,11 @@ def _compacting_calls(events: Sequence[EventRecord]) -> list[int]:
     return sorted({e.call for e in events if e.kind in COMPACTION_KINDS})
 
 
-def _agent(calls: Sequence[CallRecord]) -> list[CallRecord]:
+def _agent(calls: Sequence[Call]) -> list[Call]:
     return [c for c in calls if c.kind == "agent"]
 
 
-def runaway(calls: Sequence[CallRecord], events: Sequence[EventRecord]) -> list[tuple[int, str]]:
+def runaway(calls: Sequence[Call], events: Sequence[EventRecord]) -> list[tuple[int, str]]:
     """Compacting calls that follow a compacting agent call directly, or that make more than
     ``RUNAWAY_MAX`` compacting calls within the last ``RUNAWAY_WINDOW`` agent calls."""
     order = {c.call: i for i, c in enumerate(_agent(calls))}  # position among agent calls (re-reads share an index)
@@ -110,7 +113,7 @@ def runaway(calls: Sequence[CallRecord], events: Sequence[EventRecord]) -> list[
     return out
 
 
-def ineffective(calls: Sequence[CallRecord], events: Sequence[EventRecord]) -> list[tuple[int, str]]:
+def ineffective(calls: Sequence[Call], events: Sequence[EventRecord]) -> list[tuple[int, str]]:
     """Compacting calls whose compaction did not bring the context under what triggered it.
 
     The trigger itself is not in the rows; a compaction fired at ``tokens_before``, so the trigger was
@@ -131,7 +134,7 @@ def ineffective(calls: Sequence[CallRecord], events: Sequence[EventRecord]) -> l
     return out
 
 
-def model_switch(calls: Sequence[CallRecord], events: Sequence[EventRecord]) -> list[tuple[int, str]]:
+def model_switch(calls: Sequence[Call], events: Sequence[EventRecord]) -> list[tuple[int, str]]:
     """Compactions at the first agent call after the model (or its window) changed (codex#33833).
 
     Rows without a model (written before schema 8) never fire."""
@@ -143,7 +146,7 @@ def model_switch(calls: Sequence[CallRecord], events: Sequence[EventRecord]) -> 
     return [(c, f"compacted on the model switch {switched[c]}") for c in _compacting_calls(events) if c in switched]
 
 
-def late_trigger(calls: Sequence[CallRecord], events: Sequence[EventRecord], window: int | None = None
+def late_trigger(calls: Sequence[Call], events: Sequence[EventRecord], window: int | None = None
                  ) -> list[tuple[int, str]]:
     """The strategy's first compaction (``TRIGGER_KINDS``: a drop counts), when it fired above
     ``LATE_TRIGGER_SHARE`` of a window larger than ``LATE_TRIGGER_MIN_WINDOW`` (the window of that call,
@@ -159,7 +162,7 @@ def late_trigger(calls: Sequence[CallRecord], events: Sequence[EventRecord], win
     return []
 
 
-def overhead_fills_window(calls: Sequence[CallRecord], window: int | None = None) -> list[tuple[int, str]]:
+def overhead_fills_window(calls: Sequence[Call], window: int | None = None) -> list[tuple[int, str]]:
     """The first agent request above ``OVERHEAD_SHARE`` of its window (copilot-cli#3539).
 
     The first request is the fixed part (system prompt, tool schemas, instruction files) plus the
@@ -180,7 +183,7 @@ DETECTORS = ("runaway_compactions", "ineffective_compactions", "model_switch_com
 """The results columns, in order (each the number of findings of its detector on the task)."""
 
 
-def findings(trace: str, strategy: str, calls: Sequence[CallRecord], events: Sequence[EventRecord],
+def findings(trace: str, strategy: str, calls: Sequence[Call], events: Sequence[EventRecord],
              window: int | None = None) -> list[Finding]:
     """Every detector's findings on one task's rows (``window``: the run's window where a row has none)."""
     found = {

@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from bench.replay.records import CallRecord, EventRecord, TaskResult, columns
+from bench.replay.records import CALL_FIELDS, CallRow, EventRecord, TaskResult, columns
 from bench.replay.validity import EVENT_KIND as INVALID
 from bench.scoring.detectors import (
     COMPACTION_KINDS,  # noqa: F401 - one definition, re-exported here
@@ -146,7 +146,8 @@ def frames(results: Iterable[TaskResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(calls, events) as DataFrames from the raw records (flat columns, no deep copies)."""
     import pandas as pd
     results = list(results)
-    calls = _frame([c for r in results for c in r.calls], CallRecord)
+    calls = pd.DataFrame({name: [v for r in results for v in r.calls.column(name)] for name in CALL_FIELDS}) \
+        if any(r.calls for r in results) else pd.DataFrame()
     events = _frame([e for r in results for e in r.events], EventRecord)
     if calls.empty:
         calls = pd.DataFrame(columns=["trace", "strategy", "call", "kind", "prompt_tokens", "cost"])
@@ -185,7 +186,7 @@ def _chained(events: list[EventRecord]) -> list[bool]:
     return out
 
 
-def _scores(r: TaskResult, agent: list[CallRecord], events: list[EventRecord], window: int | None
+def _scores(r: TaskResult, agent: list[CallRow], events: list[EventRecord], window: int | None
             ) -> dict[str, object]:
     """Retention, estimator and fidelity columns of one task (empty values where they do not apply)."""
     import numpy as np
@@ -286,10 +287,11 @@ def task_row(r: TaskResult, window: int | None = None) -> dict[str, object]:
     import numpy as np
     import pandas as pd
     calls = r.calls
-    agent = [c for c in calls if c.kind == "agent"]
+    agent = [c for c in calls.rows() if c.kind == "agent"]
+    kind, costs = calls.column("kind"), calls.column("cost")
     events = [x for x in r.events if x.kind != INVALID]  # the replay's flag, not an action
-    prompt = sum(c.prompt_tokens for c in calls)
-    cost = _sum([c.cost for c in calls])
+    prompt = sum(calls.column("prompt_tokens"))
+    cost = _sum(costs)
     agent_prompts = [c.prompt_tokens for c in agent]
     open_loop = r.open_loop or {}
     row = {
@@ -305,19 +307,20 @@ def task_row(r: TaskResult, window: int | None = None) -> dict[str, object]:
         "overflows": sum(1 for c in agent if c.overflow),
         "invalid_requests": sum(1 for c in agent if c.invalid > 0),
         "cost": cost,
-        "cost_no_cache": _sum([c.cost_no_cache for c in calls]),
+        "cost_no_cache": _sum(calls.column("cost_no_cache")),
         "cost_open_loop": float(open_loop.get("cost", cost)),
         "input_tokens_open_loop": open_loop.get("input_tokens", prompt),
-        "rereads": sum(c.rereads for c in calls),
-        "reread_tokens": sum(c.reread_tokens for c in calls),
-        "cache_hit_rate": sum(c.cache_read for c in calls) / prompt if prompt else 0.0,
+        "rereads": sum(calls.column("rereads")),
+        "reread_tokens": sum(calls.column("reread_tokens")),
+        "cache_hit_rate": sum(calls.column("cache_read")) / prompt if prompt else 0.0,
         "prefix_breaks": sum(1 for c in agent if c.prefix_break),
         "unseen_references": sum(c.unseen_refs for c in agent),
-        "summarizer_cost_share": _sum([c.cost for c in calls if c.kind == "summarizer"]) / cost if cost else 0.0,
+        "summarizer_cost_share": _sum([c for c, k in zip(costs, kind, strict=True) if k == "summarizer"]) / cost
+        if cost else 0.0,
         "failed": r.failed or "",
         "error": r.error or "",
         **_scores(r, agent, events, window),
-        **detector_counts(findings(r.trace, r.strategy, calls, events, window)),
+        **detector_counts(findings(r.trace, r.strategy, agent, events, window)),  # they read agent rows only
     }
     if row["cliff_round"] is pd.NA:
         row["cliff_round"] = None

@@ -323,6 +323,30 @@ class TokenCounter:
             return n
         return round(n * ratio)
 
+    def truth_in(self, ratio: float) -> Callable[[Message], int]:
+        """``truth_at`` at this ratio as one function (what a Meter and a provider view sum over every
+        request: 2.7M times a bench). The same answer as ``truth_at``, asked at the same moment (given-ness
+        is looked up on each call, never remembered: it holds only while a message sharing the blocks
+        lives); the memos' lookups are inline and their dicts bound once, which halved its cost (the
+        memos are the counter's own, never replaced)."""
+        memo, given, by_blocks, truth, is_given = self._truth, self._given, self._by_blocks, self.truth, self._is_given
+
+        def truth_at(m: Message) -> int:
+            i = id(m)
+            hit = memo.get(i)
+            if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
+                n = hit[1]
+            else:
+                n = truth(m)
+            hit = given.get(i)
+            if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
+                return n  # given itself: the usual case, a recorded message
+            if by_blocks.get(id(m.blocks)) is None or not is_given(m):  # no copy's count to take
+                return round(n * ratio)
+            return n
+
+        return truth_at
+
     def _is_given(self, m: Message) -> bool:
         hit = self._given.get(id(m))
         if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
