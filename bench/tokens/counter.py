@@ -325,9 +325,8 @@ class TokenCounter:
 
     def truth_in(self, ratio: float) -> Callable[[Message], int]:
         """``truth_at`` at this ratio as one function (what a Meter and a provider view sum over every
-        request: 2.7M times a bench). The same answer as ``truth_at``, asked at the same moment (given-ness
-        is looked up on each call, never remembered: it holds only while a message sharing the blocks
-        lives); the memos' lookups are inline and their dicts bound once, which halved its cost (the
+        request: 2.7M times a bench). The same answer as ``truth_at`` (``_is_given`` says when a copy is
+        given); the memos' lookups are inline and their dicts bound once, which halved its cost (the
         memos are the counter's own, never replaced)."""
         memo, given, by_blocks, truth, is_given = self._truth, self._given, self._by_blocks, self.truth, self._is_given
 
@@ -348,6 +347,13 @@ class TokenCounter:
         return truth_at
 
     def _is_given(self, m: Message) -> bool:
+        """Whether ``m``'s count is a provider's (``adopt``): its own, or that of an adopted message it
+        shares its blocks with (a strategy's copy of a recorded turn). A copy found given so is remembered
+        as given for its own life. Asked only through the original, its count fell to the tokenizer's times
+        the ratio when the original died while the copy was still in a context, and that context's running
+        total, added at one count and taken away at the other, drifted from the bill (2,741 tokens on
+        cline:sdk, synthetic/long/seed2, from call 237). A count must not depend on how long another object
+        lives (which tasks share a process, how many contexts a lineage table keeps)."""
         hit = self._given.get(id(m))
         if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
             return True
@@ -357,7 +363,10 @@ class TokenCounter:
         if twin is m or twin.blocks is not m.blocks:
             return False
         hit = self._given.get(id(twin))
-        return hit is not None and ((held := hit[0]) is twin or (held.__class__ is ref and held() is twin))
+        if hit is not None and ((held := hit[0]) is twin or (held.__class__ is ref and held() is twin)):
+            remember(self._given, id(m), m, None)  # given for its own life, not only for the original's
+            return True
+        return False
 
     def estimate(self, m: Message, estimator: str) -> int:
         if estimator == "truth":

@@ -1,6 +1,6 @@
 """TokenCounter.truth_in: ``truth_at`` as one bound function, answering as ``truth_at`` does at the moment it is
-asked. Whether a count is the provider's is looked up on every call, never remembered: a copy sharing a recorded
-message's blocks takes the recorded (given) count only while that message lives."""
+asked. A copy sharing a recorded message's blocks takes the recorded (given) count, and keeps it once the recorded
+message is gone: a count does not depend on how long another object lives."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from bench.tokens import TokenCounter
 from traces.model import Message
 
 
-def test_truth_in_follows_truth_at_as_a_copys_original_lives_and_dies():
+def test_truth_in_follows_truth_at_and_a_copy_stays_given_after_its_original_dies():
     counter = TokenCounter()
     ratio = 1.3
     old, new = partial(counter.truth_at, ratio=ratio), counter.truth_in(ratio)
@@ -28,8 +28,9 @@ def test_truth_in_follows_truth_at_as_a_copys_original_lives_and_dies():
     assert new(written) == round(counter.truth(written) * ratio)
     del recorded
     gc.collect()
-    # the original is gone: the copy is no longer given (a memo of given-ness would still say 1,000)
-    assert new(copy) == old(copy) == round(counter.truth(copy) * ratio) != 1_000
+    # the original is gone; the copy, still in some context, keeps the count it was added with (it used to fall to
+    # the tokenizer's count times the ratio, and the context's running total drifted from the bill)
+    assert new(copy) == old(copy) == counter.truth(copy) == 1_000 != round(counter.truth(copy) * ratio)
 
 
 def test_a_meter_answers_with_the_bound_functions():
