@@ -40,7 +40,7 @@ def merge_runs(out_dir: Path, runs: list[Path]) -> Path:
             "traces": sorted(traces.values(), key=lambda t: first.get(t["id"], 0)),
             "merged_from": [str(r) for r in runs]}
     info.pop("schema_version", None)
-    write_run(out_dir, None, info)
+    write_run(out_dir, info)
     detail = infos[0]["config"].get("detail", "full")
     csv = infos[0]["config"].get("csv", "auto")
     if csv == "yes" or (csv == "auto" and len(plan) <= CSV_AUTO_TASKS):

@@ -729,7 +729,7 @@ def run(config: RunConfig, *, progress: bool = True) -> RunOutput:
         "provenance": provenance(),
     }
     planned.close()
-    write_run(run_dir, None, run_info)
+    write_run(run_dir, run_info)
     sources.write_notes(run_dir, notes.notes, notes.details)  # all of them; the console gets a summary
     if config.csv == "yes" or (config.csv == "auto" and len(plan) <= CSV_AUTO_TASKS):
         export(run_dir, tuple(t for t in DETAIL[config.detail] if t != "results"))

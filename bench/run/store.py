@@ -582,11 +582,9 @@ def export(run_dir: Path, tables: tuple[str, ...] = tuple(EXPORTS)) -> list[Path
     return written
 
 
-def write_run(run_dir: Path, table: pd.DataFrame | None, run_info: dict[str, Any]) -> None:
-    """results.csv (unless ``table`` is None: bench.run.finish streamed it) and run.json (the task store
-    is already written, batch by batch)."""
-    if table is not None:
-        atomic_write(run_dir / "results.csv", table.to_csv(index=False))
+def write_run(run_dir: Path, run_info: dict[str, Any]) -> None:
+    """run.json (the task store is already written, batch by batch, and results.csv streamed from it by
+    bench.run.finish)."""
     atomic_write(run_dir / "run.json", json.dumps({"schema_version": SCHEMA_VERSION, **run_info}, indent=2,
                                                    default=str))
 
