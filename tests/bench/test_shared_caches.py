@@ -4,7 +4,7 @@ batches, derived needles and normalized texts per trace, tool blocks per message
 from __future__ import annotations
 
 import bench.scoring.derived_probes
-import bench.tokens.counter
+import bench.tokens.tokenizer
 import strategies
 from bench.cost.pricing import profile
 from bench.replay.loop import ReplayConfig, replay
@@ -24,7 +24,7 @@ def test_a_text_is_tokenized_once_however_many_messages_carry_it():
 
 def test_batched_counting_in_small_batches_gives_the_single_counts(monkeypatch):
     texts = [f"line {i} " * (i % 7 + 1) for i in range(50)]
-    monkeypatch.setattr(bench.tokens.counter, "BATCH_CHARS", 40)  # many batches, some texts alone in theirs
+    monkeypatch.setattr(bench.tokens.tokenizer, "BATCH_CHARS", 40)  # many batches, some texts alone in theirs
     tokenizer = Tokenizer()
     assert tokenizer.count_many(texts) == [tokenizer.count(t) for t in texts]
     assert tokenizer.count_many([]) == []
