@@ -5,9 +5,8 @@ it says so in one line and the bench runs as pure Python, with the same results.
 Why these modules: typed, Python-heavy parts of every replay whose state the twin fork can still
 deep-copy once compiled; compiled, a bench run spends about 10% less CPU (issue 28). The rest of
 the hot path is not compiled yet: provider and pricing hold classes mypyc cannot copy or define, the
-loop needs typing fixes first, and the counter compiles but its Tokenizer, which tests replace with
-monkeypatch (a compiled class ignores that), must first move to a module of its own. The build log is
-build/native.log.
+loop needs typing fixes first; the counter is compiled, its Tokenizer (which tests monkeypatch) kept
+apart in bench/tokens/tokenizer.py, pure Python. The build log is build/native.log.
 """
 
 from __future__ import annotations
