@@ -158,3 +158,24 @@ def test_a_copy_that_shares_a_counted_messages_blocks_takes_its_count_even_the_p
     del fresh  # the original is gone: a new copy of its blocks is counted by the tokenizer
     other = replace(copy, meta={"y": 1})
     assert counter.truth(other) == counter.text("built during a replay") + MESSAGE_OVERHEAD
+
+
+def test_the_tokenizer_stays_pure_python_and_the_counter_re_exports_it(monkeypatch) -> None:
+    """The counter may be compiled (bench/cli/native.py), the tokenizer never: tests monkeypatch its
+    methods and subclass it, which a compiled class refuses. The old import path keeps working."""
+    import bench.tokens.counter as counter
+    import bench.tokens.tokenizer as tokenizer
+    from bench.cli.native import MODULES
+
+    assert "bench/tokens/tokenizer.py" not in MODULES and tokenizer.__file__.endswith(".py")
+    for name in ("Tokenizer", "TokenizerDataError", "bundled_o200k", "o200k_spec", "verified_ranks", "O200K_FILE"):
+        assert getattr(counter, name) is getattr(tokenizer, name)
+    calls: list[int] = []
+    original = tokenizer.Tokenizer.count
+
+    def spied(self: tokenizer.Tokenizer, text: str) -> int:
+        calls.append(len(text))
+        return original(self, text)
+
+    monkeypatch.setattr(tokenizer.Tokenizer, "count", spied)  # seen by a compiled counter too
+    assert TokenCounter().text("a text the counter has not seen") > 0 and calls == [31]
