@@ -10,6 +10,8 @@ Where a profile comes from (``profile``), first found wins:
    generic default): a model no table knows is priced and flagged, never refused, unless ``strict``.
 Every profile says where its price and its window came from (``price_source``, ``window_source``).
 
+The prompt cache (``PromptCache``, ``CacheSplit``) lives in bench/cost/cache.py, compiled with mypyc
+(every call of every replay runs it; the tables here run once per model), and is re-exported here.
 A call's prompt is split into cache-read (the longest common prefix, at message granularity,
 with a request written to the cache within its lifetime), cache-write (the rest, where the
 provider bills writes: Anthropic at x1.25 for 5 min or x2 for 1 h) and uncached (the rest
