@@ -4,10 +4,10 @@ it says so in one line and the bench runs as pure Python, with the same results.
 
 Why these modules: typed, Python-heavy parts of every replay whose state the twin fork can still
 deep-copy once compiled; compiled, a bench run spends about 10% less CPU (issue 28). The rest of
-the hot path is not compiled yet: provider and pricing hold classes mypyc cannot copy or define, the
-loop needs typing fixes first, and the counter compiles but its Tokenizer, which tests replace with
-monkeypatch (a compiled class ignores that), must first move to a module of its own. The build log is
-build/native.log.
+the hot path is not compiled yet (the prompt cache, bench/cost/cache.py, and the provider view are: they
+copy themselves for the fork; pricing's cold tables stay pure): the loop needs typing fixes first, and
+the counter compiles but its Tokenizer, which tests replace with monkeypatch (a compiled class ignores
+that), must first move to a module of its own. The build log is build/native.log.
 """
 
 from __future__ import annotations
