@@ -51,7 +51,10 @@ class ProviderView:
         new._heads = copy.deepcopy(self._heads, memo)
         new._last_request = copy.deepcopy(self._last_request, memo)
         new._drop = copy.deepcopy(self._drop, memo)
-        new._tok = copy.deepcopy(self._tok, memo)
+        # A function of the counter alone: the same one while the counter is shared (as the fork shares
+        # it), else bound to the copy. Never copied itself: compiled, ``truth_in``'s function has no copy.
+        new._tok = self._tok if new.counter is self.counter else \
+            new.counter.truth if new.ratio == 1.0 else new.counter.truth_in(new.ratio)
         return new
 
     def overhead_at(self, call: int) -> int:

@@ -92,6 +92,7 @@ def test_a_copied_provider_view_sends_every_later_request_as_its_original():
                     twin = copy.deepcopy((view, cache), {})
                 assert twin[0].counter is counter and twin[0].attribution is view.attribution  # shared values
                 assert twin[0]._drop is not view._drop and twin[0]._last_request == view._last_request
+                assert twin[0]._tok is view._tok  # the shared counter's function, not a copy
         assert fork_at == 0 or twin is not None
 
 
