@@ -100,3 +100,21 @@ def test_a_split_copies_and_pickles_as_its_fields():
     split = CacheSplit(1_200, 300, 45, True)
     for again in (copy.copy(split), copy.deepcopy(split), pickle.loads(pickle.dumps(split))):
         assert again == split and again.prompt == 1_545 and type(again) is CacheSplit
+
+
+def test_a_replay_with_provider_attributed_counts_forks_its_twin():
+    """Counts in provider units (ratio ≠ 1: ``truth_in``'s function is bound in the provider view, the meter
+    and a strategy's memos) must not stop the fork: a failed copy falls back silently to the twin replayed
+    in full (the same figures, paid twice), so only this says it happened."""
+    import strategies
+    from bench.replay.loop import ReplayConfig, replay_with_twin
+    from bench.run.runner import shared_counter
+    from traces.synthetic import generate
+
+    trace = generate("multitask", seed=0)
+    counter = shared_counter(trace, shipped_counts(trace, TokenCounter(), model="claude-sonnet-4-5", truth="provider"))
+    assert ProviderView(trace, counter).ratio != 1.0
+    for name in ("codex", "gemini-cli", "claude-code"):
+        result, twin = replay_with_twin(trace, strategies.build(name), ReplayConfig(profile("claude-sonnet-4-5")),
+                                        counter=counter)
+        assert any(c.rereads for c in result.calls) and twin is not None, name
