@@ -24,7 +24,8 @@ from bench._native import BUILD, ENV, ROOT, digest
 
 MODULES = ("bench/replay/references.py", "bench/replay/rereads.py", "bench/replay/validity.py",
            "bench/tokens/prefix.py", "bench/summarizers/extractive.py", "strategies/_cuts.py",
-           "strategies/codex/running.py", "bench/tokens/counter.py")
+           "strategies/codex/running.py", "bench/tokens/counter.py",
+           "bench/cost/cache.py", "bench/replay/provider.py")
 TIMEOUT = 600
 
 

@@ -9,8 +9,11 @@ cache tables (bench.cost), which come after counting.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from bench.cost.cache import CacheSplit, PromptCache
 from bench.tokens.attribution import Attribution, ReasoningDrop, attribute
 from bench.tokens.prefix import extend, grew_from
 from traces.model import Message, Trace
@@ -23,19 +26,36 @@ class ProviderView:
     """How one replay's requests look to the provider: the overhead in front, old reasoning dropped.
 
     Without an adopted attribution (synthetic traces, plain tokenizer runs) the overhead is 0 and
-    nothing is dropped, so requests are exactly the strategy's messages.
+    nothing is dropped, so requests are exactly the strategy's messages; so it is with no ``trace``
+    (where ``__deepcopy__`` starts from).
     """
 
-    def __init__(self, trace: Trace, counter: TokenCounter) -> None:
+    def __init__(self, trace: Trace | None, counter: TokenCounter) -> None:
         self.counter = counter
-        self.attribution: Attribution | None = counter.attribution(trace.id)
+        self.attribution: Attribution | None = counter.attribution(trace.id) if trace is not None else None
         self._heads: dict[int, Message] = {}
         self._last_request: tuple[Message | None, tuple[Message, ...], tuple[Message, ...]] = (None, (), ())
         """(head, messages, the request sent for them) of the last agent request."""
-        drop = ReasoningDrop(trace, self.attribution, counter) if self.attribution else None
-        self._drop = drop if drop else None
-        self._tok = counter.truth if self.ratio == 1.0 else counter.truth_in(self.ratio)
+        drop = ReasoningDrop(trace, self.attribution, counter) if trace is not None and self.attribution else None
+        self._drop: ReasoningDrop | None = drop if drop else None
+        self._tok: Callable[[Message], int] = counter.truth if self.ratio == 1.0 else counter.truth_in(self.ratio)
         """Each message's count in the provider's units, bound once (``request`` runs every call)."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ProviderView:
+        """A copy of exactly this state, each part deep-copied with ``memo`` as ``copy.deepcopy`` copies a
+        plain object. Said outright because the compiled class (bench/cli/native.py) has no default copy
+        (the twin fork, bench.replay.loop._Loop.fork, copies the provider view)."""
+        new = ProviderView(None, copy.deepcopy(self.counter, memo))
+        memo[id(self)] = new
+        new.attribution = copy.deepcopy(self.attribution, memo)
+        new._heads = copy.deepcopy(self._heads, memo)
+        new._last_request = copy.deepcopy(self._last_request, memo)
+        new._drop = copy.deepcopy(self._drop, memo)
+        # A function of the counter alone: the same one while the counter is shared (as the fork shares
+        # it), else bound to the copy. Never copied itself: compiled, ``truth_in``'s function has no copy.
+        new._tok = self._tok if new.counter is self.counter else \
+            new.counter.truth if new.ratio == 1.0 else new.counter.truth_in(new.ratio)
+        return new
 
     def overhead_at(self, call: int) -> int:
         return self.attribution.overhead_at(call) if self.attribution else 0
@@ -75,10 +95,9 @@ class ProviderView:
         """The provider's prompt size of a context sent at this call (overhead included)."""
         return sent.truth - self.dropped(sent.messages, call)
 
-    def request(self, cache, messages: tuple[Message, ...], overhead: int, now: float, call: int):
+    def request(self, cache: PromptCache, messages: tuple[Message, ...], overhead: int, now: float,
+                call: int) -> CacheSplit:
         """The cache split of one request, its provider prompt size equal to overhead + messages − dropped."""
-        from bench.cost.pricing import CacheSplit
-
         head = self.head(overhead)
         split = cache.request(self._with_head(head, messages) if head is not None else messages, self._tok, now)
         dropped = self._drop(messages, call) if self._drop is not None else 0

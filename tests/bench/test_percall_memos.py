@@ -53,11 +53,11 @@ def test_cache_splits_from_running_sums_equal_fresh_sums_when_the_head_and_old_m
     # The running sums are extended, cut back and shared between entries; a prompt whose head (the
     # overhead message) is swapped, whose old messages are rewritten or dropped, or that a summarizer
     # stream forks from, must split exactly as the sums added up afresh say.
-    import bench.cost.pricing
+    import bench.cost.cache
     from bench.cost.pricing import PromptCache, profile
     from bench.tokens.prefix import extend
 
-    monkeypatch.setattr(bench.cost.pricing, "ALIGNED_MIN", aligned_min)  # 1: steps by position past a rewrite
+    monkeypatch.setattr(bench.cost.cache, "ALIGNED_MIN", aligned_min)  # 1: steps by position past a rewrite
 
     rng = random.Random(2028)
     for model in (profile("claude-sonnet-4-5"), profile("gpt-5")):

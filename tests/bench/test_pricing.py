@@ -302,21 +302,14 @@ def test_running_sums_taken_from_the_entry_by_position_equal_counting_each_messa
 
         __hash__ = None  # type: ignore[assignment]
 
-    class Counting(PromptCache):  # the earlier rule: every message past the shared prefix counted
-        @staticmethod
-        def _tail_sums(msgs, counts, reuse, n):
-            out, acc = [], reuse.sums[n - 1] if n else 0
-            for m in msgs[n:]:
-                acc += counts(m)
-                out.append(acc)
-            return out
+    import bench.cost.cache
 
-    import bench.cost.pricing
-
-    monkeypatch.setattr(bench.cost.pricing, "ALIGNED_MIN", 1)  # short requests: take steps by position anyway
+    # ours takes steps by position past 1 shared message (short requests too); the other never does, which
+    # is the earlier rule: every message past the shared prefix counted
+    aligned = (1, 10**9)
     rng = random.Random(5)
     for _ in range(80):
-        caches = (PromptCache(profile("claude-sonnet-4-5")), Counting(profile("claude-sonnet-4-5")))
+        caches = (PromptCache(profile("claude-sonnet-4-5")), PromptCache(profile("claude-sonnet-4-5")))
         tokens: dict[int, int] = {}
         keep: list[Msg] = []  # ids stay valid
 
@@ -340,6 +333,30 @@ def test_running_sums_taken_from_the_entry_by_position_equal_counting_each_messa
             msgs = tuple(history) if rng.random() < 0.8 else (*history[:rng.randint(0, len(history))], fresh(9))
             stream = "summarizer" if msgs and msgs[-1].v == 9 else "agent"
             now = call + (400.0 * (call // 13))  # now and then past the lifetime: entries expire
-            splits = [c.request(msgs, count, now, stream=stream) for c in caches]
+            splits = []
+            for c, a in zip(caches, aligned, strict=True):
+                monkeypatch.setattr(bench.cost.cache, "ALIGNED_MIN", a)
+                splits.append(c.request(msgs, count, now, stream=stream))
             assert splits[0] == splits[1]
             assert caches[0]._last.sums[:len(msgs)] == caches[1]._last.sums[:len(msgs)]
+
+
+@pytest.mark.parametrize("aligned_min, counted", [(1, 1), (10**9, 100)])
+def test_past_aligned_min_a_rewritten_old_message_is_the_only_one_counted(monkeypatch, aligned_min, counted):
+    # The cache's module constant decides when steps are taken by position (compiled or not, a patch of it
+    # must reach the split, or the tests above that patch it would prove nothing).
+    import bench.cost.cache
+
+    monkeypatch.setattr(bench.cost.cache, "ALIGNED_MIN", aligned_min)
+    cache, seen = PromptCache(profile("claude-sonnet-4-5")), []
+    msgs = [object() for _ in range(101)]
+
+    def count(m: object) -> int:
+        seen.append(m)
+        return 100
+
+    cache.request(tuple(msgs), count, 0.0)
+    msgs[1] = object()  # one old message rewritten (a mask): the 99 after it are the same objects
+    seen.clear()
+    split = cache.request(tuple(msgs), count, 1.0)
+    assert len(seen) == counted and split.prompt == 101 * 100
