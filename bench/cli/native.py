@@ -25,7 +25,7 @@ from bench._native import BUILD, ENV, ROOT, digest
 
 MODULES = ("bench/replay/references.py", "bench/replay/rereads.py", "bench/replay/validity.py",
            "bench/tokens/prefix.py", "bench/summarizers/extractive.py", "strategies/_cuts.py",
-           "strategies/codex/running.py", "bench/replay/loop.py")
+           "strategies/codex/running.py", "bench/replay/loop.py", "bench/scoring/observer.py")
 TIMEOUT = 600
 
 

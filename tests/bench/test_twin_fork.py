@@ -157,6 +157,23 @@ def test_every_strategy_forks_as_it_replays_from_the_start(name):
     assert twin is not None and twin.calls == full.calls and twin.summaries == full.summaries
 
 
+def test_a_task_pickles_as_a_worker_returns_it():
+    """Workers return a task's results by pickle: what the (possibly compiled, bench/cli/native.py) loop and needle
+    observer put in them comes back equal, the forked twin's too, in plain types only."""
+    import pickle
+
+    t = _bench_trace()
+    result, twin = replay_with_twin(t, strategies.build("codex"), ReplayConfig(MODEL), counter=TokenCounter(),
+                                    observers=(needle_observer(t),))
+    assert twin is not None and result.probes and result.summaries
+    for r in (result, twin):
+        back = pickle.loads(pickle.dumps(r))
+        assert back == r and back.calls.columns() == r.calls.columns() and back.probes == r.probes
+    plain = (str, int, float, bool, type(None))
+    assert all(type(v) in plain for row in result.probes for v in row.values())
+    assert all(type(v) in plain for col in result.calls.columns().values() for v in col)
+
+
 _TRACE: list[Trace] = []
 
 
