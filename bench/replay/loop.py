@@ -371,7 +371,7 @@ class _Loop:
             return False
         rereads = self.rereads
         lost = rereads.lost(self.recorded, sent.messages, answer) if rereads is not None else ()
-        if lost and rereads is not None:  # the agent asks for the files it acts on and no longer sees, then acts (bench/replay/rereads.py)
+        if lost and rereads is not None:  # the agent asks for the files it acts on, no longer seen, then acts
             if fork:  # the twin, had it run from the start, would be here too, and send this call as it is
                 try:
                     self.twin = self.fork(sent, answer, output, overflow)
