@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from bench.context.messages import Context, Meter
 from bench.context.session import Session
@@ -46,6 +46,16 @@ from bench.summarizers.extractive import ExtractiveSummarizer
 from bench.tokens.attribution import Attribution
 from bench.tokens.counter import TokenCounter
 from traces.model import Message, Step, Trace, Usage
+
+if TYPE_CHECKING:
+    from _typeshed import IdentityFunction
+
+try:  # read by mypyc when it compiles this module (bench/cli/native.py); a no-op at run time
+    from mypy_extensions import mypyc_attr
+except ImportError:  # without the dev extra (mypy brings it): nothing is compiled
+    def mypyc_attr(*attrs: str, **kwattrs: object) -> IdentityFunction:
+        return lambda cls: cls
+
 
 Observer = Callable[[str, int, Context], list[dict]]
 """Called with (moment, call index, context sent) after each compaction and at the end."""
@@ -122,6 +132,15 @@ memo of counts that depend on the text alone. Shared, a message keeps its identi
 the prefix lineage (bench/tokens/prefix.py) and the strategies' own memos key on."""
 
 
+_FORKED = ("trace", "strategy", "counter", "label", "windows", "model", "summary_model", "provider", "meter",
+           "cache", "summary_cache", "session", "t0", "ctx", "sent", "clock", "checked", "answered", "windowed",
+           "theirs", "steps", "next", "pending", "forkable")
+"""The attributes of ``_Loop`` a fork deep-copies (with one memo, in the order ``__init__`` sets them); ``fork``
+sets the others (``_SET_BY_FORK``) itself. An attribute added to ``_Loop`` goes in one of the two
+(tests/bench/test_twin_fork.py checks it)."""
+_SET_BY_FORK = ("config", "observers", "result", "recorded", "references", "rereads", "validity", "twin", "origin")
+
+
 @contextmanager
 def _sharing(types: tuple[type, ...]) -> Iterator[None]:
     """``copy.deepcopy`` returns instances of ``types`` as they are while the block runs (one thread:
@@ -144,9 +163,15 @@ def _as_is(x: Any, memo: dict[int, Any]) -> Any:
     return x
 
 
+# Compiled, this is what lets ``fork`` make an instance without ``__init__`` (``_Loop.__new__``) while a call of
+# the class from interpreted code still runs it (``serializable=True``, mypyc 2.4, skips it there).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _Loop:
     """One replay's state, so that it can be forked (the open-loop twin, ``replay_with_twin``). The
-    methods are the steps of the module docstring; the arithmetic is the same, in the same order."""
+    methods are the steps of the module docstring; the arithmetic is the same, in the same order.
+
+    Compiled with mypyc (bench/cli/native.py): its methods call each other natively, so replacing one on
+    the class (a test's spy) changes nothing; drive ``step`` by hand to stop at a point instead."""
 
     def __init__(self, trace: Trace, strategy: Strategy, config: ReplayConfig, counter: TokenCounter,
                  summarizer: Summarizer | None, label: str, observers: tuple[Observer, ...]) -> None:
@@ -163,7 +188,8 @@ class _Loop:
         self.cache = PromptCache(self.model, config.cache_ttl)
         self.summary_cache = self.cache if self.summary_model is self.model else \
             PromptCache(self.summary_model, config.cache_ttl)
-        self.session = Session(self.model, self.meter, summarizer or ExtractiveSummarizer(), strategy=label)
+        self.session = Session(self.model, self.meter, summarizer or cast(Summarizer, ExtractiveSummarizer()),
+                               strategy=label)
         self.session.on_summary = self.bill_summary
         self.t0 = _first_timestamp(trace)
         self.ctx = self.meter.context(())
@@ -316,10 +342,10 @@ class _Loop:
                                        provider.ratio)
             self.ctx, session.meter = self.ctx.with_meter(meter), meter
         meter = self.meter
-        recorded_model = recorded_id(step.answer.meta.get("model")) if config.recorded_models and step.answer \
-            else None
-        if recorded_model:
-            key = (recorded_model, step.answer.meta.get("context_window"))
+        answer = step.answer
+        recorded_model = recorded_id(answer.meta.get("model")) if config.recorded_models and answer else None
+        if recorded_model and answer is not None:  # (a recorded model comes from an answer)
+            key = (recorded_model, answer.meta.get("context_window"))
             as_recorded = self.windowed.get(key)
             if as_recorded is None:
                 as_recorded = self.windowed[key] = self.windows.apply(recorded_profile(*key)) \
@@ -336,9 +362,8 @@ class _Loop:
                 ctx = self.apply(strategy.on_tool_result(ctx, session), ctx, "on_tool_result")
         self.ctx = ctx
         self.answered = None
-        if step.answer is None or result.failed:
+        if answer is None or result.failed:
             return False
-        answer = step.answer
         output = answer.usage.output_tokens if answer.usage and answer.usage.output_tokens else meter.truth(answer)
         self.ctx, sent, overflow = self.ready(ctx, step.index, output)
         self.sent = sent
@@ -346,7 +371,7 @@ class _Loop:
             return False
         rereads = self.rereads
         lost = rereads.lost(self.recorded, sent.messages, answer) if rereads is not None else ()
-        if lost:  # the agent asks for the files it acts on and no longer sees, then acts (bench/replay/rereads.py)
+        if lost and rereads is not None:  # the agent asks for the files it acts on, no longer seen, then acts
             if fork:  # the twin, had it run from the start, would be here too, and send this call as it is
                 try:
                     self.twin = self.fork(sent, answer, output, overflow)
@@ -375,17 +400,15 @@ class _Loop:
         the prompt caches and the provider view (running sums). Shared: ``SHARED_TYPES``. Left out: the
         results so far (the twin starts with a copy of the call columns and of the lists of frozen records)
         and what the twin does not run (observers, the re-read proxy, the reference and validity checks)."""
-        out = ("result", "observers", "references", "rereads", "validity", "recorded", "origin", "twin")
-        held = {name: getattr(self, name) for name in out}
-        for name in out:
-            setattr(self, name, None)
-        try:
-            with _sharing(SHARED_TYPES):
-                memo: dict[int, Any] = {id(self.steps): self.steps, id(self.theirs): self.theirs}
-                twin = copy.deepcopy(self, memo)
-        finally:
-            for name, value in held.items():
-                setattr(self, name, value)
+        twin = _Loop.__new__(_Loop)  # its attributes are set below, ``_FORKED`` copied and the rest
+        memo: dict[int, Any] = {id(self): twin, id(self.steps): self.steps, id(self.theirs): self.theirs}
+        with _sharing(SHARED_TYPES):
+            state = copy.deepcopy({name: getattr(self, name) for name in _FORKED}, memo)
+        for name, value in state.items():
+            setattr(twin, name, value)
+        # The copied session bills its summaries into the twin: pure Python copies the bound method onto the
+        # twin (``memo``), compiled it is a built-in method, which deepcopy keeps as it is.
+        twin.session.on_summary = twin.bill_summary
         result = self.result
         calls = result.calls.copy(zeroed=("unseen_refs", "invalid"))  # as ``costs_only`` writes them
         twin.result = TaskResult(result.trace, result.strategy, calls=calls,
@@ -396,6 +419,7 @@ class _Loop:
         twin.checked = False
         twin.recorded = list(self.recorded)
         twin.pending = (sent, answer, output, overflow)
+        twin.twin = None
         twin.origin = memo  # its originals stay alive (see ``origin``)
         return twin
 

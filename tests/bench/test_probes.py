@@ -175,7 +175,7 @@ def test_a_trace_without_needles_is_probed_with_derived_ones():
     assert all(isinstance(p["cls"], str) for p in result.probes)
 
 
-# --- the per-message form sets (bench.scoring.probes._Found) against the joined context text ------------
+# --- the per-message form sets (bench.scoring.observer._Found) against the joined context text ------------
 
 
 def _reference_rows(needles, msgs, meter_tok):

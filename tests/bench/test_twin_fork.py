@@ -93,28 +93,43 @@ def test_no_rereads_no_twin():
     assert twin is None and not any(c.kind == "reread" for c in result.calls)
 
 
+def _forked_at_first_reread(t: Trace, strategy) -> tuple:
+    """The replay's loop driven step by step (as ``_Loop.run`` does) up to its fork, and the twin not yet run.
+    Compiled (bench/cli/native.py), the loop's methods call each other natively: a spy set on the class would
+    not be called."""
+    from bench.replay.loop import _Loop
+
+    loop = _Loop(t, strategy, ReplayConfig(MODEL), TokenCounter(), None, strategy.name, ())
+    while loop.twin is None:
+        loop.next += 1
+        assert loop.step(loop.steps[loop.next - 1], True)
+    return loop, loop.twin
+
+
 def test_the_fork_holds_what_its_id_keyed_memos_name():
     """The copied prompt cache keys common prefixes on ``id()`` of the original entries: the fork keeps every
     original it copied alive (``origin``), so no new object of the twin can take one of those ids."""
-    from bench.replay.loop import _Loop
-
-    made = []
-    fork = _Loop.fork
-
-    def spy(self, *args):
-        twin = fork(self, *args)
-        made.append((twin, dict(twin.cache._common), {id(e) for e in twin.cache._entries}))
-        return twin
-
-    _Loop.fork = spy
-    try:
-        replay_with_twin(long_trace(), PruneOld(), ReplayConfig(MODEL), counter=TokenCounter())
-    finally:
-        _Loop.fork = fork
-    [(twin, common, entries)] = made
-    assert all(k in twin.origin for k in common)  # each an original's, held (the cache keys no dropped entry)
+    loop, twin = _forked_at_first_reread(long_trace(), PruneOld())
+    common, entries = dict(twin.cache._common), {id(e) for e in twin.cache._entries}
+    assert all(k in twin.origin for k in common)  # each an original's, held (no dropped entry)
     assert not set(common) & entries  # not one of the copies' ids (a lookup by a copy misses, and recounts)
     assert twin.strategy is not None and twin.session.on_summary.__self__ is twin  # bills into the twin
+    assert loop.session.on_summary.__self__ is loop and twin.session is not loop.session
+    assert twin.twin is None and twin.pending is not None and twin.result is not loop.result
+
+
+def test_a_fork_sets_every_attribute_of_the_loop():
+    """``_FORKED`` and ``_SET_BY_FORK`` name every attribute ``_Loop.__init__`` sets, once: one added and left out
+    of both would be missing on the twin."""
+    from bench.replay.loop import _FORKED, _SET_BY_FORK, _Loop
+
+    loop, twin = _forked_at_first_reread(long_trace(), PruneOld())
+    names = [*_FORKED, *_SET_BY_FORK]
+    assert len(set(names)) == len(names)
+    def attributes(x: _Loop) -> set[str]:  # compiled (no ``__dict__``), the ones set, as pickle reads them
+        return set(vars(x)) if hasattr(x, "__dict__") else set(x.__getstate__())
+
+    assert attributes(loop) == set(names) == attributes(twin)
 
 
 def test_run_task_figures_are_those_of_the_twin_replayed_from_the_start():
@@ -140,6 +155,23 @@ def test_every_strategy_forks_as_it_replays_from_the_start(name):
         return
     full = full_twin(t, strategies.build(name))
     assert twin is not None and twin.calls == full.calls and twin.summaries == full.summaries
+
+
+def test_a_task_pickles_as_a_worker_returns_it():
+    """Workers return a task's results by pickle: what the (possibly compiled, bench/cli/native.py) loop and needle
+    observer put in them comes back equal, the forked twin's too, in plain types only."""
+    import pickle
+
+    t = _bench_trace()
+    result, twin = replay_with_twin(t, strategies.build("codex"), ReplayConfig(MODEL), counter=TokenCounter(),
+                                    observers=(needle_observer(t),))
+    assert twin is not None and result.probes and result.summaries
+    for r in (result, twin):
+        back = pickle.loads(pickle.dumps(r))
+        assert back == r and back.calls.columns() == r.calls.columns() and back.probes == r.probes
+    plain = (str, int, float, bool, type(None))
+    assert all(type(v) in plain for row in result.probes for v in row.values())
+    assert all(type(v) in plain for col in result.calls.columns().values() for v in col)
 
 
 _TRACE: list[Trace] = []
