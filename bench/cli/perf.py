@@ -30,6 +30,10 @@ is printed beside them, since these machines are shared):
    counts, its own texts' counts included) over the trace's text size in UTF-8 bytes; the target is
    under 2x. The state every replay of a trace shares (the reference index, per-message memos) is
    built first and printed apart, as the first replay of ``none``.
+
+``--per-strategy`` prints only each strategy's CPU per agent call over the bench corpus, side by side in
+one process (``per_strategy``): what the replays themselves cost, apart from the probes, the twins,
+the robustness replays and the end of a run that the bench's figure also holds.
 """
 
 from __future__ import annotations
@@ -389,6 +393,33 @@ def memory(names: list[str], size: int, config: ReplayConfig) -> None:
         print(f"   {n:34} {peak / 1e6:8.1f} MB  {peak / text:5.2f}x" + ("  over 2x" if peak > 2 * text else ""))
 
 
+def per_strategy(names: list[str], seeds: int, config: ReplayConfig) -> None:
+    """CPU per agent call of each strategy over the bench corpus, in this process, one trace at a time
+    (every strategy of a trace replays with one shared counter, in the order a job runs them, so the
+    first to write a text pays for counting it; no probes, no twin): what a strategy's own work adds to
+    what every call pays (``none`` only sends). Their sum against the bench's CPU says how much of a run
+    is the replays themselves and how much the probes, the twins, the robustness replays and the end."""
+    traces = corpus(seeds)
+    seconds = dict.fromkeys(names, 0.0)
+    calls = dict.fromkeys(names, 0)
+    for trace in traces:
+        counter = TokenCounter()
+        counter.counts(trace.messages)
+        replay(trace, strategies.build("none"), config, counter=counter)  # the trace's shared state, untimed
+        for n in names:
+            with long_lived_frozen():
+                start = time.process_time()
+                done = replay(trace, strategies.build(n), config, counter=counter)
+                seconds[n] += time.process_time() - start
+            calls[n] += len(done.calls)
+    print(f"\nper strategy: CPU per agent call over the bench corpus ({len(traces)} traces, one process, "
+          "no probes or twin, in a job's order: the first to write a text pays for counting it; "
+          "`none` is what every call pays)")
+    for n in sorted(names, key=lambda n: -seconds[n] / max(calls[n], 1)):
+        print(f"   {n:34}{seconds[n] / max(calls[n], 1) * 1e6:7.0f} us  ({calls[n]:,} calls, {seconds[n]:.2f} s)")
+    print(f"   all: {sum(seconds.values()):.2f} s for {sum(calls.values()):,} calls")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.cli.perf", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -402,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true",
                    help="measurement 1 only (the floor, the bench and its parts): a few minutes, not the hour "
                         "the 3M-token replays of measurement 2 take")
+    p.add_argument("--per-strategy", action="store_true",
+                   help="only the CPU per agent call of each strategy over the bench corpus (a minute)")
     args = p.parse_args(argv)
 
     config = ReplayConfig(profile(args.model))
@@ -410,6 +443,9 @@ def main(argv: list[str] | None = None) -> int:
         names = ["none", *names]
     print(f"make perf: {load()}")
     print(f"replay checks: {_native.status} (COMPACTION_BENCH_PURE=1: pure Python)\n")  # the bench's subprocess too
+    if args.per_strategy:
+        per_strategy(names, args.seeds, config)
+        return 0
     floor_vs_bench(args.seeds, not args.no_bench)
     if args.quick:
         print(f"\nat the end: {load()}")

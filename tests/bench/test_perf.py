@@ -114,3 +114,12 @@ def test_floor_vs_bench_prints_the_parts_side_by_side(monkeypatch, capsys):
     assert "pre-replay" in line and "agent calls" in line and "report" in line and "a call" in line
     assert "the bench with its report (make bench)" in line
     assert re.search(r"report \d+\.\dx \(3\.00 s\)", line) and "a call" in line
+
+
+def test_per_strategy_prints_each_strategys_cpu_per_call_and_the_sum(capsys):
+    assert perf.main(["--per-strategy", "--strategies", "five-layer"]) == 0
+    out = capsys.readouterr().out
+    pattern = r"\n   (none|five-layer) +(\d+) us  \(([\d,]+) calls"
+    rows = {name: (us, calls) for name, us, calls in re.findall(pattern, out)}
+    assert set(rows) == {"none", "five-layer"}, out  # `none` is added when not asked for, as in every measurement
+    assert re.search(r"all: \d+\.\d\d s for [\d,]+ calls", out) and "1. floor:" not in out
