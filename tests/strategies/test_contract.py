@@ -11,9 +11,12 @@ sees every hook's outcome and every request sent, and asserts:
    API refuses one, so no agent takes it for the latest request);
 3. no tool_result without its tool_use before it, no tool_use without its result, no id used
    twice, no empty message (bench/replay/validity.py) -- unless the recorded session itself had that
-   problem, in which case the replay flags the request ``invalid`` (every flagged call, and only
-   those, has problems); with an id the session itself reused, which call a result answers is
-   moot, so problems on that id count as the session's;
+   problem, in which case the replay flags the request ``invalid`` (every flagged request, and only
+   those, has problems, and each has one ``invalid`` event); with an id the session itself reused,
+   which call a result answers is moot, so problems on that id count as the session's. "Request"
+   means every one the loop sends for the agent: its ``agent`` row and a simulated re-read's
+   ``reread`` row (bench/replay/rereads.py: the same request, answered by a read call) made at the
+   same call, in order; a projection that did not fit and went to ``on_overflow`` is never sent;
 4. the trace is never mutated;
 5. a hook's context is never larger than its input unless a summary / handoff / re-injection
    was added (a marker may be a little longer than a tiny output it replaced: 64 tokens each);
@@ -92,7 +95,11 @@ class Checked:
         self.estimator = inner.estimator
         self.trace = trace
         self.humans_by_step, self.recorded_by_step = self._by_step(trace)
-        self.sent_problems: dict[int, tuple[Problem, ...]] = {}
+        self.sent_problems: dict[int, list[tuple[Problem, ...]]] = {}
+        """Per call, the problems of each request sent, in order: a call that made a re-read sends two
+        (bench/replay/loop.py ``_Loop.step``), each with its own row."""
+        self.failed = False
+        """A hook gave up (``Outcome.fail``): the loop sends nothing after it."""
         self.human_cut: list[Message] = []
         """Human turns the strategy said the real agent itself cut short (an event saying so)."""
 
@@ -118,6 +125,8 @@ class Checked:
 
     def _hook(self, hook: str, ctx: Context, session) -> object:
         outcome = getattr(self.inner, hook)(ctx, session)
+        if outcome is not None and outcome.fail is not None:
+            self.failed = True
         if outcome is not None:
             new = outcome.context
             kinds = {e.kind for e in outcome.events}
@@ -137,12 +146,17 @@ class Checked:
         return self._hook("before_call", ctx, session)
 
     def on_overflow(self, ctx, session):
+        # the projection before it did not fit the window: the loop sends the one after it instead
+        # (bench/replay/loop.py ``_Loop.ready``), so only that one is a request
+        if not self.failed:
+            self.sent_problems[session.call_index].pop()
         return self._hook("on_overflow", ctx, session)
 
     def project(self, ctx, session):
         sent = self.inner.project(ctx, session)
         self._check(sent, "sent request", session.call_index, in_flight=False)
-        self.sent_problems[session.call_index] = problems(sent.messages)
+        if not self.failed:
+            self.sent_problems.setdefault(session.call_index, []).append(problems(sent.messages))
         return sent
 
     def _check(self, ctx: Context, where: str, call: int, *, in_flight: bool) -> None:
@@ -181,11 +195,21 @@ def check_strategy(name: str, trace: Trace) -> None:
     assert first.error is None and second.error is None
     assert records(first) == records(second), "two replays of the same trace differ"
     assert first.failed == second.failed
-    agent = [c for c in first.calls if c.kind == "agent"]
-    flagged = {c.call: c.invalid for c in agent if c.invalid}
-    assert flagged == {c.call: len(checked.sent_problems[c.call]) for c in agent if checked.sent_problems[c.call]}, (
+    # Every request the loop sent for the agent has a row: ``agent``, and ``reread`` for a simulated
+    # re-read made before it at the same call (bench/replay/loop.py ``_Loop.step``: the strategy's
+    # request, answered by a read call; the API would reject it just the same, so it is checked and
+    # flagged like the agent's). ``summarizer`` rows are the compactions' own requests, billed and
+    # not checked by the loop (``_Loop.bill_summary``), and the wrapper sees none of them.
+    sent_rows: dict[int, list[int]] = {}
+    for c in first.calls:
+        if c.kind != "summarizer":
+            sent_rows.setdefault(c.call, []).append(c.invalid)
+    # (a call whose hook gave up sent nothing: no row, and no request recorded)
+    assert sent_rows == {call: [len(p) for p in sent] for call, sent in checked.sent_problems.items() if sent}, (
         "the replay must flag exactly the requests the API would reject")
-    assert {e.call for e in first.events if e.kind == "invalid"} == set(flagged)
+    flagged = Counter((call, n) for call, row in sent_rows.items() for n in row if n)
+    assert Counter((e.call, e.messages_touched) for e in first.events if e.kind == "invalid") == flagged, (
+        "one invalid event per flagged request, naming as many problems as its row")
 
 
 # Count- and size-triggered defaults rarely fire on short random traces: these variants scale the
@@ -247,3 +271,40 @@ def test_contract_on_adversarial_shapes(shape: str, name: str, data: st.DataObje
 @given(data=st.data())
 def test_contract_on_adversarial_shapes_long(shape: str, name: str, data: st.DataObject) -> None:
     check_strategy(name, data.draw(shaped(shape), label=shape))
+
+
+def _orphan_before_reread() -> Trace:
+    """The smallest session found by ``test_contract_on_adversarial_shapes_long[result_before_call-
+    claude-code:2.0]``: /src/f1.py is read twice, then a tool result reaches the log before the call
+    that made it (the session's own problem) and that call is a ``bash`` acting on /src/f1.py. On the
+    16K model Claude Code 2.0 summarizes the reads away before call 2, so the loop makes a re-read
+    there, sent with the orphan result in it, and compacts again (the orphan summarized) before the
+    agent's own request."""
+    body = "alpha 42 error: beta /src/app.py def gamma ok return delta " * 20
+    msgs = [Message.text_message("system", "You are a coding agent. " * 20),
+            Message.text_message("user", "Task: fix the failing test in app.py, ref T-1")]
+    for s in range(2):
+        msgs += [Message("assistant", (ToolUse(f"s{s}t0", "read_file", {"path": "/src/f1.py"}),)),
+                 Message("user", (ToolResult(f"s{s}t0", f"{body}#{s}"),)),
+                 Message.text_message("user", f"Human turn {s}: now also check module m{s} (ref T-{s})")]
+    msgs += [Message("user", (ToolResult("s2t0", body),)),
+             Message("assistant", (ToolUse("s2t0", "bash", {"path": "/src/f1.py"}),)),
+             Message.text_message("assistant", "All done.")]
+    return Trace("orphan-before-reread", tuple(msgs))
+
+
+def test_contract_checks_a_reread_request_as_a_request() -> None:
+    """A re-read's request is a request the API would reject like any other: its ``reread`` row is
+    flagged and carries the ``invalid`` event, while the agent's request at the same call, sent after
+    a second compaction, is clean. The contract compared events with ``agent`` rows only and kept one
+    request per call (the last), so it failed here: invalid events at calls {2, 3}, flagged agent rows {3}."""
+    trace = _orphan_before_reread()
+    checked = Checked(strategies.build("claude-code:2.0"), trace)
+    result = replay(trace, checked, CONFIG, counter=TokenCounter())
+    at_2 = [(c.kind, c.invalid) for c in result.calls if c.call == 2 and c.kind != "summarizer"]
+    assert at_2 == [("reread", 1), ("agent", 0)]
+    assert [len(p) for p in checked.sent_problems[2]] == [1, 0]
+    invalid = [e for e in result.events if e.kind == "invalid"]
+    assert [(e.call, e.messages_touched) for e in invalid if e.call == 2] == [(2, 1)]
+    assert "tool result s2t0 has no call before it" in invalid[0].detail
+    check_strategy("claude-code:2.0", trace)
