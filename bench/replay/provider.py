@@ -52,7 +52,7 @@ class ProviderView:
         new._last_request = copy.deepcopy(self._last_request, memo)
         new._drop = copy.deepcopy(self._drop, memo)
         # A function of the counter alone: the same one while the counter is shared (as the fork shares
-        # it), else bound to the copy. Never copied itself: compiled, ``truth_in``'s function has no copy.
+        # it), else bound to the copy. Never copied itself: a compiled counter's ``truth_in`` function has no copy.
         new._tok = self._tok if new.counter is self.counter else \
             new.counter.truth if new.ratio == 1.0 else new.counter.truth_in(new.ratio)
         return new
