@@ -170,12 +170,12 @@ class Codex(CodexTrigger, LocalCompaction, RemoteCompaction, Strategy):
         """The prompt Codex builds from its history: without the tool outputs whose call is nowhere
         in it. Every request goes through ``ContextManager::for_prompt`` → ``normalize_history``
         (context_manager/history.rs), which calls ``remove_orphan_outputs``: openai/codex
-        @0803cc58789f6445cd3829bc33c6ca21fde17fac codex-rs/core/src/context_manager/normalize.rs:222-300
+        @0803cc58789f6445cd3829bc33c6ca21fde17fac codex-rs/core/src/context_manager/normalize.rs:222
         (an output is kept when a call with its id is anywhere in the items, before it or not; the
         history itself keeps it). A compaction that ran while a call was still open (a second
         assistant message between a call and its output, as some logs have) dropped the call with
         the history; its output, recorded after, would otherwise be sent alone and rejected.
-        ``ensure_call_outputs_present`` (:95-205, an "aborted" output for a call that has none) is
+        ``ensure_call_outputs_present`` (:95, an "aborted" output for a call that has none) is
         not modelled: an unanswered call in a log is the log's own problem and stays flagged."""
         stray = orphan_outputs(session.state, ctx.messages)
         if not stray:
