@@ -76,3 +76,45 @@ def prefix_scan(state: dict, msgs: tuple[Message, ...], factor: float,
         scan = state[STATE_KEY] = PrefixScan(factor)
     scan.update(msgs, estimate)
     return scan
+
+
+PAIRS_KEY = "codex_output_pairs"
+
+
+@dataclass
+class OutputPairs:
+    """The tool-output ids of the last history scanned that no call anywhere in it made (kept by
+    difference as the history grows, rescanned when a compaction rebuilt it): what Codex's
+    ``remove_orphan_outputs`` would drop from a prompt built from that history."""
+
+    held: tuple[Message, ...] = ()
+    calls: set[str] = field(default_factory=set)
+    unmatched: set[str] = field(default_factory=set)
+
+    def update(self, msgs: tuple[Message, ...]) -> set[str]:
+        """Bring the scan up to ``msgs`` and return its orphan output ids (a set shared with the scan)."""
+        held = self.held
+        if msgs is held:
+            return self.unmatched
+        if starts_with(msgs, held):  # the usual call: the history only grew
+            new = msgs[len(held):]
+        else:
+            self.calls, self.unmatched, new = set(), set(), msgs
+        calls, unmatched = self.calls, self.unmatched
+        for m in new:
+            for u in m.tool_uses:
+                calls.add(u.id)
+                unmatched.discard(u.id)
+            for r in m.tool_results:
+                if r.tool_use_id not in calls:
+                    unmatched.add(r.tool_use_id)
+        self.held = msgs
+        return unmatched
+
+
+def orphan_outputs(state: dict, msgs: tuple[Message, ...]) -> set[str]:
+    """The session's ``OutputPairs`` brought up to ``msgs``: its orphan output ids."""
+    pairs = state.get(PAIRS_KEY)
+    if pairs is None:
+        pairs = state[PAIRS_KEY] = OutputPairs()
+    return pairs.update(msgs)

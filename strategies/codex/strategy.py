@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from bench.context import FRACTION, Context, Outcome, Range, Strategy, event
+from bench.context import FRACTION, Context, Outcome, Range, Strategy, ToolResult, event
 from strategies._tools import rewrite_results
 from strategies.codex.common import middle_truncate
 from strategies.codex.local import LocalCompaction
 from strategies.codex.remote import RemoteCompaction
+from strategies.codex.running import orphan_outputs
 from strategies.codex.trigger import CodexTrigger
 
 if TYPE_CHECKING:
@@ -164,6 +165,30 @@ class Codex(CodexTrigger, LocalCompaction, RemoteCompaction, Strategy):
         # Codex fails the request (ContextWindowExceeded, the token count set to full) and compacts
         # before the next turn with that input recorded: here both at once, the input included.
         return self.compact(ctx, session)
+
+    def project(self, ctx: Context, session: Session) -> Context:
+        """The prompt Codex builds from its history: without the tool outputs whose call is nowhere
+        in it. Every request goes through ``ContextManager::for_prompt`` → ``normalize_history``
+        (context_manager/history.rs), which calls ``remove_orphan_outputs``: openai/codex
+        @0803cc58789f6445cd3829bc33c6ca21fde17fac codex-rs/core/src/context_manager/normalize.rs:222
+        (an output is kept when a call with its id is anywhere in the items, before it or not; the
+        history itself keeps it). A compaction that ran while a call was still open (a second
+        assistant message between a call and its output, as some logs have) dropped the call with
+        the history; its output, recorded after, would otherwise be sent alone and rejected.
+        ``ensure_call_outputs_present`` (:95, an "aborted" output for a call that has none) is
+        not modelled: an unanswered call in a log is the log's own problem and stays flagged."""
+        stray = orphan_outputs(session.state, ctx.messages)
+        if not stray:
+            return ctx
+        kept = []
+        for m in ctx.messages:
+            if any(r.tool_use_id in stray for r in m.tool_results):
+                m = m.with_blocks(tuple(b for b in m.blocks
+                                        if not (isinstance(b, ToolResult) and b.tool_use_id in stray)))
+                if not m.blocks:
+                    continue
+            kept.append(m)
+        return ctx.replace(kept)
 
 
 @lru_cache(maxsize=256)

@@ -405,3 +405,37 @@ def test_the_0_104_rollout_compacts_at_the_recorded_call_on_its_own_count(shared
     (trace,) = read_path(path).traces
     name, rows, _ = fidelity_session(trace, driven=True)
     assert name == "codex:remote" and [(r["recorded_call"], r["replayed_call"]) for r in rows] == [(184, 184)]
+
+
+@pytest.mark.parametrize("name", ["codex", "codex:remote", "codex:0.140-remote"])  # 2025: flat 256K, no fire
+def test_an_output_whose_call_a_compaction_took_is_not_sent(counter, name):
+    """Found by the slow contract suite (``consecutive_assistant`` shape): a second assistant
+    message stands between a call and its output, the compaction before it takes the call with the
+    history, and the output recorded after must not be sent alone; Codex's ``for_prompt`` drops it
+    (normalize.rs ``remove_orphan_outputs``)."""
+    big = "".join(f"line {i}: value {i * 7} in /src/f.py\n" for i in range(300))
+    msgs = [SYSTEM, user("U0: fix the bug")]
+    for k in range(3):
+        msgs += [call(f"c{k}", str(k)), output(f"c{k}", big)]
+    msgs += [Message("assistant", (ToolUse("open", "shell", {"cmd": "x" * 20_000}),)),
+             final("a second answer before the output"), output("open", "the late output"),
+             user("U1: and now?"), final("done")]
+    result = replay(Trace("synthetic", tuple(msgs)), strategies.build(name), ReplayConfig(TINY), counter=counter)
+    assert result.error is None and result.failed is None
+    assert [e.call for e in result.events if e.kind == "summarize"] == [4]  # while "open" waits
+    assert [c.invalid for c in result.calls] == [0] * len(result.calls)
+    assert not any(e.kind == "invalid" for e in result.events)
+
+
+def test_the_prompt_drops_only_outputs_whose_call_is_nowhere_in_the_history(counter):
+    """remove_orphan_outputs keeps an output whose call is anywhere in the items (a log's result
+    before its call stays, and stays flagged); the history held is not changed, only what is sent."""
+    s, _ = session(counter)
+    mixed = Message("user", (ToolResult("gone", "lost"), Text("U1: next")))
+    msgs = (SYSTEM, user("U0"), output("early", "first"), call("early"), output("gone", "alone"), mixed)
+    ctx, codex = s.meter.context(msgs), Codex()
+    sent = codex.project(ctx, s)
+    assert [m.blocks for m in sent.messages] == [SYSTEM.blocks, msgs[1].blocks, msgs[2].blocks, msgs[3].blocks,
+                                                  (Text("U1: next"),)]
+    assert ctx.messages == msgs
+    assert codex.project(sent, s) is sent  # nothing left to drop: the same context
