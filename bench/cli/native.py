@@ -5,11 +5,11 @@ it says so in one line and the bench runs as pure Python, with the same results.
 Why these modules: typed, Python-heavy parts of every replay (the checks, the prompt cache split,
 the provider view, the loop itself, the needle observer) whose state the twin fork can still copy once
 compiled (the cache and the view copy themselves; the loop forks into a bare instance). Compiled, a
-bench run spends about a sixth less CPU than pure Python (0.83 in two side-by-side pairs; issue 28). Not compiled, on purpose: the counter
-(a few dict look-ups per call, which CPython 3.11 runs as fast: no gain measured, and its compiled
-``truth_in`` closure could not be deep-copied, so gemini-cli's fork fell back to a full twin replay),
-the context and meter (compiled, no gain), and the call columns (0.5% of the time; a compiled frozen
-record cannot be rebuilt by unpickling). The build log is build/native.log.
+bench run spends about a sixth less CPU than pure Python (0.83 in two side-by-side pairs; issue 28).
+Not compiled, on purpose: the counter (a few dict look-ups per call, which CPython 3.11 runs as fast:
+no gain measured, and its compiled ``truth_in`` closure could not be deep-copied, so gemini-cli's fork
+fell back to a full twin replay), the context and meter (compiled, no gain), and the call columns (0.5%
+of the time; a compiled frozen record cannot be rebuilt by unpickling). The build log is build/native.log.
 """
 
 from __future__ import annotations
