@@ -7,9 +7,10 @@ from the bpe-openai wheel, hash-checked against tiktoken's). The gap between the
 finding in itself (pricing.md §2.4: chars/4 under-counts logs by 35-45%).
 
 Every count is computed once per message object and cached: all strategies replayed over a trace
-share one ``TokenCounter`` (DESIGN.md, "Scale"). This module is compiled with mypyc when a native build
-is there (bench/cli/native.py); the tokenizer itself lives in bench/tokens/tokenizer.py, pure Python
-(tests patch it), and is re-exported here.
+share one ``TokenCounter`` (DESIGN.md, "Scale"). This module is typed so that mypyc compiles it, but
+bench/cli/native.py leaves it pure Python (no gain measured, and a compiled ``truth_in`` closure could not
+be deep-copied by the twin fork); the tokenizer lives in bench/tokens/tokenizer.py, pure Python (tests
+patch it), and is re-exported here.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The truth tokenizer (tiktoken, offline) and the bundled o200k ranks it reads, apart from the counter.
 
-Why a module of its own: bench/tokens/counter.py is compiled with mypyc (bench/cli/native.py), and a
-compiled class can be neither monkeypatched nor given instance attributes in place of its methods;
-tests do both to ``Tokenizer`` (refuse a batch count, spy on ``count``, a halved subclass). This
-module stays pure Python, so they still can, compiled build or not. ``bench.tokens.counter``
+Why a module of its own: bench/tokens/counter.py is typed so that mypyc can compile it
+(bench/cli/native.py leaves it pure Python for now: no gain measured), and a compiled class can be
+neither monkeypatched nor given instance attributes in place of its methods; tests do both to
+``Tokenizer`` (refuse a batch count, spy on ``count``, a halved subclass). This module stays pure
+Python, so they still can, compiled build or not. ``bench.tokens.counter``
 re-exports every name here (``from bench.tokens.counter import Tokenizer`` keeps working).
 """
 
