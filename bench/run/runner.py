@@ -383,10 +383,12 @@ def _job_counter(job: executors.Job) -> TokenCounter:
     """``shared_counter``, reused while jobs carry the same trace object: the local executor makes a
     job per task, and the strategies of a trace write many of the same texts (every codex variant
     cuts the same outputs alike), which one counter tokenizes once. Counts depend only on the
-    message or text, so results do not change; one slot keeps memory to one trace's texts."""
+    message or text, so results do not change; one slot keeps memory to one trace's texts. It starts
+    from the counts of the texts earlier runs wrote over this trace (bench/tokens/count_cache.py)."""
     if _LAST_COUNTER and _LAST_COUNTER[0][0] is job.trace and _LAST_COUNTER[0][1] is job.counts:
         return _LAST_COUNTER[0][2]
     counter = shared_counter(job.trace, job.counts)
+    count_cache.attach_texts(counter, trace_hash(job.trace))
     _LAST_COUNTER[:] = [(job.trace, job.counts, counter)]
     return counter
 
@@ -428,6 +430,7 @@ def run_job(job: executors.Job, config: RunConfig, window: int | None) -> list[T
                    for key, spec in job.tasks]
     for out in outputs:
         out.row.update(where)
+    count_cache.keep_texts(counter)  # the texts this job counted anew, for the next run
     return outputs
 
 

@@ -16,6 +16,34 @@ edit to the counter or an upgraded tokenizer starts a new folder (older ones are
 first written) and never reads a stale count. A file that cannot be read, or holds another number of
 counts than the trace has messages, is counted again: the cache can only save time, never change a count.
 Only the plain ``Tokenizer`` is kept (a subclass may count otherwise).
+
+**Written texts** (issue 28: counts computed once per distinct text, kept between runs). The texts strategies
+write (summaries, placeholders, cut or masked outputs, re-attached files) are a deterministic function of the
+trace, the strategy and the code, and were tokenized again by every run (112K tokenizer calls on a seeds-1
+bench, 7% of its CPU). Their counts are kept beside the messages' in one ``<key>.texts`` file per trace and
+encoding (a job reads only its trace's), each under ``counter.text_key`` (blake2b of the UTF-8 text, 16
+bytes: stable across processes, unlike ``hash``), the exact count. ``TokenCounter.text`` looks a text up there
+before tokenizing it. The key depends on the text alone, so a file can never give a text another count than
+the tokenizer would (whatever trace or strategy wrote it); the per-trace files only keep what a job loads small.
+
+- Format: ``cbt1``, the keys (16 bytes each), the counts (int64, this machine's byte order, as the message
+  files), then a blake2b checksum of all that (16 bytes): a file of another length or checksum is ignored
+  (counted again). 24 bytes a text; a seeds-1 bench keeps ~4,400 texts a trace (~100 KB).
+- When: at the end of a job that counted something new (``keep_texts``; a warm run writes nothing). The
+  writer reads the file again and merges it with what it loaded and added, then writes a temporary file and
+  renames it over (atomic): several workers of one trace each write what they and the earlier writers
+  counted; two writing at the same moment lose at most one of their additions (counted again next run).
+- Cap: ``MAX_TEXTS`` a file. Over it, the texts this counter read or counted are kept first, then the
+  others in file order, so a file holds what recent runs use and never grows without bound.
+- The extractive summarizer (bench/summarizers/extractive.py ``_size``) counts its candidate lines with the
+  tokenizer directly, memoized per process (lru_cache): 9.4K short lines a seeds-1 bench, ~4% of the
+  tokenizer's time there. It is left so: it sees a ``SummaryRequest``, not the trace or the counter, and is
+  compiled; routing it would couple the summarizer stage to the run's counter for well under 1% of a run.
+
+**Versions.** The ``MAX_VERSIONS`` most recently used ``counts-<version>`` folders are kept (by mtime; a folder
+is touched whenever it is read or written), older ones removed when a new folder is made: two checkouts of
+different counting code (two branches, a worktree, CI beside a dev tree) used alternately both stay warm,
+where removing every other version made each recount on every run.
 """
 
 from __future__ import annotations
@@ -35,7 +63,14 @@ COUNTING_MODULES = (("bench.tokens", "counter.py"), ("bench.tokens", "tokenizer.
 """The sources whose code decides a message's count: the counter (overheads, images), the tokenizer (batching) and
 ``traces.model.render`` (the text counted); this module (the file format) too."""
 MAGIC = b"cbc1"
+TEXTS_MAGIC = b"cbt1"
 PREFIX = "counts-"
+MAX_VERSIONS = 3
+"""Counting versions kept (the most recently used): more than the checkouts one machine alternates between."""
+MAX_TEXTS = 200_000
+"""Written-text counts kept per trace and encoding (4.8 MB at most; a seeds-1 bench keeps ~4.4K a trace)."""
+KEY = 16
+SUM = 16
 
 
 def _module_dir(package: str) -> Path:
@@ -69,9 +104,47 @@ def cacheable(tokenizer: Any) -> bool:
     return type(tokenizer) is Tokenizer
 
 
-def _path(root: Path, trace_sha: str, encoding: str) -> Path:
+def _path(root: Path, trace_sha: str, encoding: str, suffix: str = ".counts") -> Path:
     key = hashlib.sha256(f"{trace_sha}\0{encoding}".encode()).hexdigest()[:32]
-    return root / f"{PREFIX}{code_version()}" / f"{key}.counts"
+    return root / f"{PREFIX}{code_version()}" / f"{key}{suffix}"
+
+
+def _touch(folder: Path) -> None:
+    """Mark a version folder used now (what ``_evict`` orders by)."""
+    try:
+        os.utime(folder)
+    except OSError:
+        pass
+
+
+def _evict(current: Path) -> None:
+    """Remove all but the ``MAX_VERSIONS`` most recently used version folders (``current`` always stays)."""
+    def used(folder: Path) -> float:
+        try:
+            return folder.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    others = sorted((f for f in current.parent.glob(f"{PREFIX}*") if f != current and f.is_dir()),
+                    key=used, reverse=True)
+    for old in others[MAX_VERSIONS - 1:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _folder(path: Path) -> None:
+    """Make ``path``'s version folder (evicting the least recently used beyond ``MAX_VERSIONS``) or touch it."""
+    if path.parent.is_dir():
+        _touch(path.parent)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _evict(path.parent)
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (a temporary file renamed over it)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
 
 
 def load(trace_sha: str, encoding: str, messages: int) -> list[int] | None:
@@ -87,6 +160,7 @@ def load(trace_sha: str, encoding: str, messages: int) -> list[int] | None:
         data = path.read_bytes()
     except OSError:
         return None
+    _touch(path.parent)
     if data[:4] != MAGIC or (len(data) - 4) != 8 * messages:
         return None
     counts = array("q")
@@ -104,15 +178,8 @@ def keep(trace_sha: str, encoding: str, counts: Sequence[int]) -> None:
         return
     path = _path(root, trace_sha, encoding)
     try:
-        fresh = not path.parent.is_dir()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if fresh:  # a new counting version: the older folders can never be read again
-            for old in path.parent.parent.glob(f"{PREFIX}*"):
-                if old != path.parent and old.is_dir():
-                    shutil.rmtree(old, ignore_errors=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(MAGIC + array("q", counts).tobytes())
-        tmp.replace(path)
+        _folder(path)
+        _replace(path, MAGIC + array("q", counts).tobytes())
     except (OSError, OverflowError):
         pass
 
@@ -131,3 +198,70 @@ def prime(counter: Any, trace_sha: str, messages: Sequence[Any]) -> bool:
     counter.prime(messages)
     keep(trace_sha, tokenizer.name, [counter.truth(m) for m in messages])
     return False
+
+
+def _read_texts(path: Path) -> dict[bytes, int]:
+    """The text counts of one ``.texts`` file, or none when it is missing, cut short or damaged."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return {}
+    body, digest = data[:-SUM], data[-SUM:]
+    n, extra = divmod(len(body) - len(TEXTS_MAGIC), KEY + 8)
+    if (len(data) < len(TEXTS_MAGIC) + SUM or body[:4] != TEXTS_MAGIC or extra
+            or hashlib.blake2b(body, digest_size=SUM).digest() != digest):
+        return {}
+    counts = array("q")
+    counts.frombytes(body[4 + KEY * n:])
+    return {body[i:i + KEY]: c for i, c in zip(range(4, 4 + KEY * n, KEY), counts, strict=True)}
+
+
+def _texts_bytes(kept: dict[bytes, int]) -> bytes:
+    body = TEXTS_MAGIC + b"".join(kept) + array("q", kept.values()).tobytes()
+    return body + hashlib.blake2b(body, digest_size=SUM).digest()
+
+
+def attach_texts(counter: Any, trace_sha: str) -> bool:
+    """Give ``counter`` (one trace's, ``trace_sha`` its content hash) the written-text counts kept for that
+    trace, so ``TokenCounter.text`` reads them before tokenizing. Nothing for a tokenizer other than the
+    plain one, or with the cache off. True when some were kept."""
+    from traces.cache import cache_root
+
+    root = cache_root()
+    if root is None or not cacheable(counter.tokenizer):
+        return False
+    path = _path(root, trace_sha, counter.tokenizer.name, ".texts")
+    counter.kept = _read_texts(path)
+    if counter.kept:
+        _touch(path.parent)
+    counter.kept_sha = trace_sha
+    return bool(counter.kept)
+
+
+def keep_texts(counter: Any) -> int:
+    """Write what ``counter`` counted anew since ``attach_texts`` (or the last call) into its trace's file,
+    merged with what that file holds now and what the counter loaded; returns how many texts were new (0:
+    nothing written). A cache that cannot be written is skipped."""
+    from traces.cache import cache_root
+
+    new = counter.kept_new
+    root = cache_root()
+    if not new or counter.kept is None or root is None:
+        return 0
+    path = _path(root, counter.kept_sha, counter.tokenizer.name, ".texts")
+    merged = {**_read_texts(path), **counter.kept}
+    if len(merged) > MAX_TEXTS:  # what this counter used first, then the rest in file order
+        used = {k: merged[k] for k in (*new, *counter.kept_used) if k in merged}
+        for k, n in merged.items():
+            if len(used) >= MAX_TEXTS:
+                break
+            used.setdefault(k, n)
+        merged = dict(list(used.items())[:MAX_TEXTS])
+    added = len(new)
+    try:
+        _folder(path)
+        _replace(path, _texts_bytes(merged))
+    except (OSError, OverflowError):
+        return 0
+    counter.kept_new = {}
+    return added

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from hashlib import blake2b
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from weakref import ref
@@ -109,6 +110,14 @@ PART_CHARS = 1_000
 """A text at least this long is counted by parts (``TokenCounter.text``); shorter ones whole."""
 
 
+def text_key(text: str) -> bytes:
+    """A stable 16-byte key of a text (blake2b of its UTF-8, lone surrogates passed through): what the
+    count cache keeps a written text's count under (bench/tokens/count_cache.py). Never Python's ``hash``,
+    which changes with every process; 128 bits make a collision (a wrong count) negligible (~2^-64 at
+    2^32 texts). It costs a small fraction of tokenizing the text (see count_cache's docstring)."""
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 class TokenCounter:
     """Counts each message once per counter kind and remembers it.
 
@@ -133,6 +142,15 @@ class TokenCounter:
         self._parts: dict[str, int] | None = {} if self.splits else None
         """Counts of the ``safe_split`` parts of long texts (None: the tokenizer has no such parts)."""
         self.tokenized = 0
+        self.kept: dict[bytes, int] | None = None
+        """Counts of texts kept from earlier runs (``text_key`` → count), set by count_cache.attach_texts
+        for the plain tokenizer only; ``text`` looks a text up here before tokenizing it. None: nothing kept."""
+        self.kept_new: dict[bytes, int] = {}
+        """What ``text`` counted itself while ``kept`` was set (for count_cache.keep_texts to write)."""
+        self.kept_used: set[bytes] = set()
+        """Keys of ``kept`` this counter read (kept first when a file grows over its cap)."""
+        self.kept_sha = ""
+        """The content hash of the trace whose file ``kept`` came from."""
         self._attributions: dict[str, Any] = {}
         self.calls = 0
         self._given: dict[int, tuple[Any, None]] = {}
@@ -308,10 +326,20 @@ class TokenCounter:
         A long one is counted as the sum of its ``safe_split`` parts, each tokenized once per
         distinct part: what strategies write is mostly cut, masked or quoted tool output, so the
         lines of one strategy's cut are the lines of another's (the same count, exactly; half the
-        tokenizer time on ``make bench``).
+        tokenizer time on ``make bench``). With ``kept`` set (the count cache), a text counted in an
+        earlier run is taken from there, and a new one is added to ``kept_new``.
         """
         n = self._by_text.get(text)
         if n is None:
+            kept = self.kept
+            key = b""
+            if kept is not None:
+                key = text_key(text)
+                n = kept.get(key)
+                if n is not None:
+                    self.kept_used.add(key)
+                    self._by_text[text] = n
+                    return n
             self.tokenized += 1
             parts = self._parts
             if parts is not None and len(text) >= PART_CHARS:
@@ -325,4 +353,6 @@ class TokenCounter:
             else:
                 n = self.tokenizer.count(text)
             self._by_text[text] = n
+            if kept is not None:
+                kept[key] = self.kept_new[key] = n
         return n
