@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import math
-from hashlib import blake2b
 from collections.abc import Callable, Iterable, Sequence
+from hashlib import blake2b
 from typing import Any
 from weakref import ref
 
