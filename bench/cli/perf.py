@@ -10,7 +10,9 @@ is printed beside them, since these machines are shared):
    first replay (imports, from ``-X importtime``; generating the traces, or reading them from the
    trace cache, traces/cache.py; counting them, the floor itself) and what 3x would leave for each
    agent call; then, side by side over the floor, its parts: pre-replay, the agent calls (and the CPU
-   of one) and the report (``compaction-bench report`` of the same run, a second child process).
+   of one) and the report (``compaction-bench report`` of the same run, a second child process). It says
+   what the count cache (bench/tokens/count_cache.py) held for the corpus before the run: a warm cache
+   means the figure reads the message counts and the counts of the texts strategies write, not tokenizes them.
 2. **Replay time by session length.** Each strategy replays ``long`` resized to each size (100K,
    300K, 1M and 3M tokens by default), with the per-message counts and the per-trace shared state
    already built (untimed replays of ``none`` and ``llm-summary`` build them: printed apart) but none of the
@@ -143,6 +145,7 @@ def floor_vs_bench(seeds: int, run_bench: bool) -> None:
     if not run_bench:
         print("   bench: skipped (--no-bench)")
         return
+    kept = _kept_counts(traces, tokenizer.name)
     with tempfile.TemporaryDirectory(prefix="perf-") as out:
         used, wall, done = _child([sys.executable, "-X", "importtime", "-m", "bench", "run", "--name", "perf",
                                    "--out", out, "--seeds", str(seeds), "--no-report", "--workers", "1", "--quiet"])
@@ -161,6 +164,7 @@ def floor_vs_bench(seeds: int, run_bench: bool) -> None:
           f"{imports:.2f} s (and {late:.2f} s of {', '.join(LATE[:3])} after the first replay, with the calls), "
           f"{'reading' if warm else 'generating'} the traces {generation:.2f} s ({'from' if warm else 'into'} "
           f"the trace cache), counting them (the floor) {floor:.2f} s")
+    print(f"   count cache (bench/tokens/count_cache.py) before the run: {kept}")
     if calls:
         left = max(3 * floor - ahead, 0.0)
         print(f"   3x the floor leaves {left:.2f} s for the {calls:,} agent calls of {len(strategies.names())} "
@@ -176,6 +180,26 @@ def floor_vs_bench(seeds: int, run_bench: bool) -> None:
                                                            for name, sec in parts)
           + (f"; a call {(used - ahead) / calls * 1e6:.0f} us" if calls else "")
           + f"; the bench with its report (make bench) {whole / floor:.1f}x ({whole:.1f} s)")
+
+def _kept_counts(traces: list[Trace], encoding: str) -> str:
+    """What the count cache held for the corpus before the bench ran (files present), so that a figure says
+    whether it includes counting the traces' messages and the texts the strategies write, or read them."""
+    from bench.run.sources import trace_hash
+    from bench.tokens import count_cache
+    from traces.cache import cache_root
+
+    if cache_root() is None:
+        return "off (COMPACTION_BENCH_CACHE=off: every count is computed)"
+    found = [count_cache.kept_files(trace_hash(t), encoding) for t in traces]
+    messages, texts = sum(m for m, _ in found), sum(t for _, t in found)
+
+    def state(n: int) -> str:
+        return "warm" if n == len(traces) else "cold" if n == 0 else "partly warm"
+
+    return (f"message counts kept for {messages} of {len(traces)} traces ({state(messages)}), written-text counts "
+            f"for {texts} of {len(traces)} ({state(texts)}: the strategies' summaries, placeholders and cuts "
+            f"{'read, not tokenized' if texts == len(traces) else 'tokenized where not kept'})")
+
 
 def _child(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:
     """CPU seconds (user + system, the child and its children), wall seconds and the finished process."""

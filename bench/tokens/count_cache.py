@@ -221,6 +221,17 @@ def _texts_bytes(kept: dict[bytes, int]) -> bytes:
     return body + hashlib.blake2b(body, digest_size=SUM).digest()
 
 
+def kept_files(trace_sha: str, encoding: str) -> tuple[bool, bool]:
+    """Whether this trace's message counts and written-text counts are kept now (files present), for a
+    timing to say what it covers (``python -m bench.cli.perf``)."""
+    from traces.cache import cache_root
+
+    root = cache_root()
+    if root is None:
+        return False, False
+    return _path(root, trace_sha, encoding).is_file(), _path(root, trace_sha, encoding, ".texts").is_file()
+
+
 def attach_texts(counter: Any, trace_sha: str) -> bool:
     """Give ``counter`` (one trace's, ``trace_sha`` its content hash) the written-text counts kept for that
     trace, so ``TokenCounter.text`` reads them before tokenizing. Nothing for a tokenizer other than the

@@ -123,3 +123,34 @@ def test_per_strategy_prints_each_strategys_cpu_per_call_and_the_sum(capsys):
     rows = {name: (us, calls) for name, us, calls in re.findall(pattern, out)}
     assert set(rows) == {"none", "five-layer"}, out  # `none` is added when not asked for, as in every measurement
     assert re.search(r"all: \d+\.\d\d s for [\d,]+ calls", out) and "1. floor:" not in out
+
+
+def test_floor_vs_bench_says_what_the_count_cache_held(monkeypatch, capsys, tmp_path):
+    """Before the child run, the message counts and the written-text counts kept for the corpus are counted,
+    so the figure says whether it tokenized them or read them."""
+    import subprocess
+
+    from bench.run.sources import trace_hash
+    from bench.tokens import count_cache
+    from bench.tokens.counter import TokenCounter
+    from traces.synthetic import generate
+
+    monkeypatch.setenv("COMPACTION_BENCH_CACHE", str(tmp_path / "c"))
+    monkeypatch.setattr(perf, "_child", lambda argv: (1.0, 1.0, subprocess.CompletedProcess(argv, 0, "", "")))
+    monkeypatch.setattr(perf, "agent_calls", lambda path: 10)
+    two = [generate("short@tokens=20000", 0), generate("short@tokens=20000", 1)]
+    monkeypatch.setattr(perf, "corpus", lambda seeds: two)
+
+    def said() -> str:
+        perf.floor_vs_bench(1, True)
+        return next(x for x in capsys.readouterr().out.splitlines() if "count cache" in x)
+
+    assert "message counts kept for 0 of 2 traces (cold), written-text counts for 0 of 2 (cold" in said()
+    counter = TokenCounter()
+    count_cache.prime(counter, trace_hash(two[0]), two[0].messages)
+    count_cache.attach_texts(counter, trace_hash(two[0]))
+    counter.text("a summary")
+    count_cache.keep_texts(counter)
+    assert "kept for 1 of 2 traces (partly warm), written-text counts for 1 of 2 (partly warm" in said()
+    monkeypatch.setenv("COMPACTION_BENCH_CACHE", "off")
+    assert "off (COMPACTION_BENCH_CACHE=off" in said()
