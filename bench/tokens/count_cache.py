@@ -28,7 +28,7 @@ the tokenizer would (whatever trace or strategy wrote it); the per-trace files o
 
 - Format: ``cbt1``, the keys (16 bytes each), the counts (int64, this machine's byte order, as the message
   files), then a blake2b checksum of all that (16 bytes): a file of another length or checksum is ignored
-  (counted again). 24 bytes a text; a seeds-1 bench keeps ~4,400 texts a trace (~100 KB).
+  (counted again). 24 bytes a text; ``make bench`` keeps up to ~6,000 texts a trace (143 KB), 871 KB in all.
 - When: at the end of a job that counted something new (``keep_texts``; a warm run writes nothing). The
   writer reads the file again and merges it with what it loaded and added, then writes a temporary file and
   renames it over (atomic): several workers of one trace each write what they and the earlier writers
@@ -36,9 +36,9 @@ the tokenizer would (whatever trace or strategy wrote it); the per-trace files o
 - Cap: ``MAX_TEXTS`` a file. Over it, the texts this counter read or counted are kept first, then the
   others in file order, so a file holds what recent runs use and never grows without bound.
 - The extractive summarizer (bench/summarizers/extractive.py ``_size``) counts its candidate lines with the
-  tokenizer directly, memoized per process (lru_cache): 9.4K short lines a seeds-1 bench, ~4% of the
-  tokenizer's time there. It is left so: it sees a ``SummaryRequest``, not the trace or the counter, and is
-  compiled; routing it would couple the summarizer stage to the run's counter for well under 1% of a run.
+  tokenizer directly, memoized per process (lru_cache): 9.4K short lines a seeds-1 bench, about 1% of its
+  CPU. It is left so: it sees a ``SummaryRequest``, not the trace or the counter, and is compiled; routing it
+  would couple the summarizer stage to the run's counter (and its tokenizer, which need not be cl100k) for that.
 
 **Versions.** The ``MAX_VERSIONS`` most recently used ``counts-<version>`` folders are kept (by mtime; a folder
 is touched whenever it is read or written), older ones removed when a new folder is made: two checkouts of
@@ -68,7 +68,7 @@ PREFIX = "counts-"
 MAX_VERSIONS = 3
 """Counting versions kept (the most recently used): more than the checkouts one machine alternates between."""
 MAX_TEXTS = 200_000
-"""Written-text counts kept per trace and encoding (4.8 MB at most; a seeds-1 bench keeps ~4.4K a trace)."""
+"""Written-text counts kept per trace and encoding (4.8 MB at most; ``make bench`` keeps up to ~6K a trace)."""
 KEY = 16
 SUM = 16
 
