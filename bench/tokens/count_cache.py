@@ -12,8 +12,8 @@ Where: the user cache folder of traces/cache.py (``$COMPACTION_BENCH_CACHE``, el
 ``$XDG_CACHE_HOME/compaction-bench``, else ``~/.cache/compaction-bench``; ``off`` keeps nothing), in
 ``counts-<version>/``, one small file per (trace content hash, encoding): the per-message counts as
 64-bit integers. ``<version>`` hashes the counting code, tiktoken's version and the byte order, so an
-edit to the counter or an upgraded tokenizer starts a new folder (older ones are removed when it is
-first written) and never reads a stale count. A file that cannot be read, or holds another number of
+edit to the counter or an upgraded tokenizer starts a new folder (the most recently used few are kept: see
+Versions below) and never reads a stale count. A file that cannot be read, or holds another number of
 counts than the trace has messages, is counted again: the cache can only save time, never change a count.
 Only the plain ``Tokenizer`` is kept (a subclass may count otherwise).
 
