@@ -84,7 +84,7 @@ def _jsonl(path: Path) -> pd.DataFrame:
 def load(run_dir: Path, steps: Steps | None = None) -> RunData:
     run_dir = Path(run_dir)
     info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    from bench.run.store import has_table, load_table  # the CSV exports when written, else the Parquet store
+    from bench.run.store import has_table, load_table  # fidelity: its export when written, else the store (small)
 
     def ticked(kind: str, value: Any) -> Any:
         if steps is not None:

@@ -61,14 +61,15 @@ def from_run(run_dir: Path) -> Records:
     """``Records`` read from the run folder one strategy at a time (``reports.batches``, filtered
     while reading): a page holds its own strategy's rows, never the run's. A JSONL export is indexed
     once (``batches.ByStrategy``) and a probes.csv export folded once into every strategy's lost
-    needles (only those are kept), rather than each read whole again for every strategy."""
-    from bench.run import store
+    needles (only those are kept), rather than each read whole again for every strategy. From the
+    Parquet store, each part is decoded once for all the strategies (``batches.Held``)."""
     from reports import batches
 
     events = batches.ByStrategy(run_dir, "events", rows=True)
     summaries = batches.ByStrategy(run_dir, "summaries", ("trace", "strategy", "call", "text"), rows=True)
-    probes_csv = (Path(run_dir) / store.EXPORTS["probes"]).suffix == ".csv" \
-        and (Path(run_dir) / store.EXPORTS["probes"]).is_file()
+    probes = batches.ByStrategy(run_dir, "probes", PROBE_COLUMNS)
+    export = batches.source(run_dir, "probes")
+    probes_csv = export is not None and export.suffix == ".csv"
     every: list[dict[str, Lost]] = []
 
     def read(strategy: str) -> tuple[pd.DataFrame, pd.DataFrame | None, Lost]:
@@ -80,7 +81,7 @@ def from_run(run_dir: Path) -> Records:
             lost = every[0].get(strategy, {})
         else:
             lost = {}
-            for p in batches.batches(run_dir, "probes", PROBE_COLUMNS, strategy=strategy):
+            for p in probes(strategy):
                 for at, needles in lost_needles(p).items():  # only the lost ones are kept, batch by batch
                     lost.setdefault(at, []).extend(needles)
         return e, s if len(s) and "strategy" in s else None, lost
