@@ -222,6 +222,8 @@ class Held:
         self.budget, self.used = budget, 0
         self._parts: dict[tuple[Path, tuple[str, ...]], list[Any]] = {}
         self._names: dict[Path, list[str]] = {}
+        self._groups: dict[tuple[int, str], tuple[Any, int, dict[str, Any]]] = {}
+        self._kept: set[int] = set()
 
     def names(self, part: Path) -> list[str]:
         import pyarrow.parquet as pq
@@ -240,8 +242,28 @@ class Held:
         size = sum(b.nbytes for b in decoded)
         if self.used + size <= self.budget:
             self._parts[key] = decoded
+            self._kept.update(id(b) for b in decoded)
             self.used += size
         return decoded
+
+    def equal(self, batch: Any, column: str, value: str) -> Any:
+        """``pc.equal(batch[column], value)`` with nulls as False, as a numpy mask: the batch's rows
+        grouped by value once (a held batch is filtered once per strategy), then looked up."""
+        import numpy as np
+
+        key = (id(batch), column)
+        found = self._groups.get(key)
+        if found is None or found[0] is not batch:
+            values = batch.column(column).to_numpy(zero_copy_only=False)
+            codes, uniques = pd.factorize(values, use_na_sentinel=True)
+            found = (batch, len(values), {u: np.flatnonzero(codes == i) for i, u in enumerate(uniques)
+                                          if isinstance(u, str)})
+            if id(batch) in self._kept:  # only a held batch's groups are kept (a streamed one is read again)
+                self._groups[key] = found
+        _, n, groups = found
+        mask = np.zeros(n, bool)
+        mask[groups.get(value, [])] = True
+        return mask
 
 
 def _parquet(run_dir: Path, table: str, want: list[str] | None, match: dict[str, str],
@@ -266,10 +288,13 @@ def _parquet(run_dir: Path, table: str, want: list[str] | None, match: dict[str,
         for b in decoded:
             pos = positions[offset:offset + b.num_rows]
             offset += b.num_rows
-            mask = pa.array(pos >= 0)
-            for column, value in match.items():
-                mask = pc.and_(mask, pc.equal(b.column(column), value))
-            keep = pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
+            if held is not None and list(match) == ["strategy"]:
+                keep = (pos >= 0) & held.equal(b, "strategy", match["strategy"])
+            else:
+                mask = pa.array(pos >= 0)
+                for column, value in match.items():
+                    mask = pc.and_(mask, pc.equal(b.column(column), value))
+                keep = pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
             if not keep.any():
                 continue
             b = b.filter(pa.array(keep))
