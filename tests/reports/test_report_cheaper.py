@@ -204,10 +204,11 @@ def test_every_pair_equals_paired_one_pair_at_a_time(weight):
                                                           wide=wide))  # repr: nan == nan
 
 
-@pytest.mark.parametrize("size", [5_000, 100])
-def test_exact_percentiles_read_a_one_batch_scan_once(size):
-    """One batch: passes 2 and 3 use it rather than scanning again; more: every pass scans. The
-    figures are numpy's either way."""
+@pytest.mark.parametrize(("size", "held", "scans_wanted"), [(5_000, 1 << 21, 1), (100, 1 << 21, 1), (100, 4_999, 3),
+                                                         (5_000, 4_999, 3)])
+def test_exact_percentiles_read_a_small_scan_once(size, held, scans_wanted):
+    """A scan of at most ``held_values`` values (in any number of batches) is read once and serves passes 2
+    and 3; a larger one is scanned by every pass. The figures are numpy's either way."""
     from reports import callstats
 
     rng = np.random.default_rng(12)
@@ -221,8 +222,8 @@ def test_exact_percentiles_read_a_one_batch_scan_once(size):
         for i in range(0, len(values), size):
             yield groups[i:i + size], values[i:i + size]
 
-    got = callstats.exact_percentiles(scan, (10, 50, 99.9))
-    assert len(scans) == (1 if size >= len(values) else 3)
+    got = callstats.exact_percentiles(scan, (10, 50, 99.9), held_values=held)
+    assert len(scans) == scans_wanted
     for g in ("x", "y", "z"):
         v = values[(groups == g) & ~np.isnan(values)]
         assert got[g]["n"] == len(v)
