@@ -93,7 +93,8 @@ def test_a_folder_with_both_reads_the_store(folders: dict[str, Path], monkeypatc
     parsed: list[str] = []
     for reader in ("_csv", "_jsonl", "_jsonl_index"):
         real = getattr(batches, reader)
-        monkeypatch.setattr(batches, reader, lambda path, *a, real=real: parsed.append(Path(path).name) or real(path, *a))
+        monkeypatch.setattr(batches, reader,
+                            lambda path, *a, real=real: parsed.append(Path(path).name) or real(path, *a))
     _aggregates(folders["both"])
     pages = compactions.from_run(folders["both"])
     for strategy in STRATEGIES:
