@@ -229,3 +229,30 @@ def test_exact_percentiles_read_a_small_scan_once(size, held, scans_wanted):
         assert got[g]["n"] == len(v)
         for q in (10, 50, 99.9):
             assert got[g][f"p{q:g}"] == float(np.percentile(v, q))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_both_directions_from_one_set_of_draws_equal_two_bootstraps(weighted):
+    """``decision._both`` gives ``paired_bootstrap(x, y)`` and ``paired_bootstrap(y, x)`` bit for bit (repr, so
+    NaN and the sign of zero count), here with ties (many resamples whose mean difference is exactly 0,
+    where minus the mean would be −0), a −0.0 value, values that are all equal, one and two pairs."""
+    from bench.scoring import stats
+    from reports import decision
+
+    rng = np.random.default_rng(5)
+    cases = []
+    for n in (1, 2, 3, 7, 40):
+        x = np.round(rng.uniform(0, 3, n), 1)
+        y = np.where(rng.random(n) < 0.6, x, np.round(rng.uniform(0, 3, n), 1))  # mostly ties
+        cases.append((x, y))
+    cases.append((np.array([-0.0, 1.0, 2.0]), np.array([0.0, 1.0, 2.0])))
+    cases.append((np.full(5, 2.5), np.full(5, 2.5)))
+    cases.append((np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.0, 0.0])))  # a base of 0: ratios NaN
+    zeros = 0
+    for x, y in cases:
+        w = np.round(rng.uniform(0.5, 3, x.size), 2) if weighted else None
+        ab, ba = decision._both(x, y, 300, w)
+        assert repr(ab) == repr(stats.paired_bootstrap(x, y, resamples=300, seed=0, weights=w))
+        assert repr(ba) == repr(stats.paired_bootstrap(y, x, resamples=300, seed=0, weights=w))
+        zeros += ab.ci_low == 0 or ab.ci_high == 0
+    assert zeros  # some interval ends on an exact 0: the sign of zero was at stake
