@@ -148,12 +148,13 @@ def score(run: RunData, rows: pd.DataFrame, totals: pd.DataFrame) -> Scores:
     win = scoring.window(run.info)
     has_probes = run.probes is not None and run.probes.scored
     probes = run.probes if has_probes else None
-    retention = probestats.retention_overall(probes) if probes is not None else pd.DataFrame()
+    cliffs = probestats.cliff_table(probes) if probes is not None else pd.DataFrame()
+    retention = probestats.retention_overall(probes, cliffs) if probes is not None else pd.DataFrame()
     gaps = run.events.points if win else pd.DataFrame()
     return Scores(
         comparisons=scoring.comparisons(rows, resamples=b, weighting=scoring.weight(run.info)), resamples=b,
         retention=retention,
-        cliffs=probestats.cliff_table(probes) if probes is not None else pd.DataFrame(),
+        cliffs=cliffs,
         ages=probes,
         sizes=run.summaries.sizes,
         cost=callstats.cost_truth(run.calls), window=win,
