@@ -1,7 +1,8 @@
 """The HTML report of a finished run: ``render(out/<run>)`` writes report.html and its PNGs there.
 
-It reads only the run's files (results.csv, calls.csv, events.jsonl, summaries.jsonl, optional
-probes.csv and fidelity.csv, run.json, or the Parquet store under data/) and never imports
+It reads only the run's files (results.csv, run.json, and the calls, events, summaries and probes
+from the Parquet store under data/, column by column, or from their exports calls.csv, events.jsonl,
+summaries.jsonl and probes.csv where the store does not hold them: ``reports.batches.source``) and never imports
 ``strategies`` or replays anything, so any run can be re-rendered later, on another machine, from
 its folder alone. The scoring tables come from the pure functions of bench.scoring.stats / bench.scoring.probes /
 bench.scoring.economics (``reports.scoring``). The calls, events, summaries and probes are never loaded
