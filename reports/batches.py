@@ -207,7 +207,7 @@ def _jsonl(path: Path, want: list[str] | None, match: dict[str, str]) -> Iterato
         yield pd.DataFrame(buffer)
 
 
-HELD_BYTES = 256 << 20
+HELD_BYTES = 128 << 20
 """Decoded store columns ``ByStrategy`` keeps for the next strategy's page (Arrow bytes). Under it, each
 part is decoded once for all the strategies instead of once per strategy (45 on ``make bench``); a run
 whose columns are larger decodes the parts past it again per strategy, as before, so memory stays bounded."""
