@@ -135,13 +135,9 @@ def _both(x: np.ndarray, y: np.ndarray, resamples: int, weights: np.ndarray | No
         return (stats.paired_bootstrap(x, y, resamples=resamples, seed=0, weights=weights),
                 stats.paired_bootstrap(y, x, resamples=resamples, seed=0, weights=weights))
     d, e = y - x, x - y
-    rng = np.random.default_rng(0)
     means = {"ab": np.empty(resamples), "ba": np.empty(resamples)}
     ratios = {"ab": np.empty(resamples), "ba": np.empty(resamples)}
-    rows = max(1, stats.CHUNK_DRAWS // n)
-    for start in range(0, resamples, rows):
-        stop = min(resamples, start + rows)
-        idx = rng.integers(0, n, size=(stop - start, n))
+    for start, stop, idx in stats.draws(0, n, resamples):  # kept between pairs of the same n
         if weights is None:
             m = d[idx].mean(axis=1)
             base_x, base_y = x[idx].mean(axis=1), y[idx].mean(axis=1)
