@@ -140,12 +140,11 @@ def _both(x: np.ndarray, y: np.ndarray, resamples: int, weights: np.ndarray | No
     for start, stop, idx in stats.draws(0, n, resamples):  # kept between pairs of the same n
         if weights is None:
             m = d[idx].mean(axis=1)
-            base_x, base_y = x[idx].mean(axis=1), y[idx].mean(axis=1)
         else:
-            wi = w[idx]
-            total = wi.sum(axis=1)
-            m = (wi * d[idx]).sum(axis=1) / total
-            base_x, base_y = (wi * x[idx]).sum(axis=1) / total, (wi * y[idx]).sum(axis=1) / total
+            total = w[idx].sum(axis=1)
+            m = (w[idx] * d[idx]).sum(axis=1) / total
+        weighed = None if weights is None else w
+        base_x, base_y = stats.resampled_mean(x, weighed, idx), stats.resampled_mean(y, weighed, idx)
         minus = -m
         zero = m == 0
         if zero.any():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -170,6 +171,39 @@ def draws(seed: int | None, n: int, resamples: int) -> Iterator[tuple[int, int, 
                 del _DRAWS[next(iter(_DRAWS))]
 
 
+BASES_KEPT = 256
+_BASES: dict[tuple[int, bytes, bytes | None], tuple[weakref.ref, np.ndarray]] = {}
+
+
+def resampled_mean(values: np.ndarray, weights: np.ndarray | None, idx: np.ndarray) -> np.ndarray:
+    """Each resample's mean of ``values`` (weighted by ``weights``): ``values[idx].mean(axis=1)``, or
+    ``(w[idx] * values[idx]).sum(axis=1) / w[idx].sum(axis=1)``, as ``paired_bootstrap`` takes its ratio's
+    base. Over kept draws (read-only ``idx``, ``draws``) it is kept for the same values and weights: the
+    report compares every strategy with one baseline, whose column, and so whose resampled means, are the
+    same each time. Keyed by the draws' identity (held weakly, so a freed one is never mistaken for a
+    new one) and the values' and weights' bytes; the same inputs, so the same figures."""
+    if idx.flags.writeable:  # drawn for this bootstrap alone
+        return _resampled_mean(values, weights, idx)
+    key = (id(idx), values.tobytes(), None if weights is None else weights.tobytes())
+    with _DRAWS_LOCK:
+        found = _BASES.get(key)
+    if found is not None and found[0]() is idx:
+        return found[1]
+    out = _resampled_mean(values, weights, idx)
+    out.flags.writeable = False
+    with _DRAWS_LOCK:
+        _BASES[key] = (weakref.ref(idx), out)
+        while len(_BASES) > BASES_KEPT:
+            del _BASES[next(iter(_BASES))]
+    return out
+
+
+def _resampled_mean(values: np.ndarray, weights: np.ndarray | None, idx: np.ndarray) -> np.ndarray:
+    if weights is None:
+        return values[idx].mean(axis=1)
+    return (weights[idx] * values[idx]).sum(axis=1) / weights[idx].sum(axis=1)
+
+
 def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,
                      resamples: int = DEFAULT_B, seed: int = 0, confidence: float = 0.95,
                      weights: Sequence[float] | np.ndarray | None = None) -> PairedComparison:
@@ -200,11 +234,9 @@ def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nd
     for start, stop, idx in draws(seed, n, resamples):
         if weights is None:
             means[start:stop] = d[idx].mean(axis=1)
-            base = x[idx].mean(axis=1)
         else:
-            total = w[idx].sum(axis=1)
-            means[start:stop] = (w[idx] * d[idx]).sum(axis=1) / total
-            base = (w[idx] * x[idx]).sum(axis=1) / total
+            means[start:stop] = (w[idx] * d[idx]).sum(axis=1) / w[idx].sum(axis=1)
+        base = resampled_mean(x, None if weights is None else w, idx)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratios[start:stop] = np.where(base != 0, means[start:stop] / base, np.nan)
     tail = (1 - confidence) / 2 * 100

@@ -227,12 +227,13 @@ def test_kept_draws_are_the_generators_own_and_change_no_figure(monkeypatch):
     rng = np.random.default_rng(4)
     a, b, w = np.round(rng.random(40), 1), np.round(rng.random(40), 1), rng.random(40) + 0.1
     b[:20] = a[:20]
-    first = [repr(stats.paired_bootstrap(a, b, resamples=500, weights=x)) for x in (None, w)]
-    assert any(k[1:3] == (40, 500) for k in stats._DRAWS)
-    again = [repr(stats.paired_bootstrap(a, b, resamples=500, weights=x)) for x in (None, w)]
+    c = np.round(rng.random(40), 1)
+    first = [repr(stats.paired_bootstrap(a, y, resamples=500, weights=x)) for y in (b, c) for x in (None, w)]
+    assert any(k[1:3] == (40, 500) for k in stats._DRAWS) and stats._BASES  # a's resampled means kept for c
+    again = [repr(stats.paired_bootstrap(a, y, resamples=500, weights=x)) for y in (b, c) for x in (None, w)]
     stats._DRAWS.clear()
     monkeypatch.setattr(stats, "DRAWS_KEPT", 0)
-    fresh = [repr(stats.paired_bootstrap(a, b, resamples=500, weights=x)) for x in (None, w)]
+    fresh = [repr(stats.paired_bootstrap(a, y, resamples=500, weights=x)) for y in (b, c) for x in (None, w)]
     assert first == again == fresh and not stats._DRAWS
     monkeypatch.setattr(stats, "DRAWS_KEPT", 1 << 23)
     stats.paired_bootstrap(a, b, resamples=500, seed=None)
