@@ -116,8 +116,9 @@ class ByStrategy:
     strategy (45 strategies × events and summaries) was most of the report's time on ``make bench``.
     The index holds three integers per line, never a row. A line is indexed under a strategy by the
     rule ``_jsonl`` applies (the value spelled in the line and equal once parsed), so the rows kept,
-    their order and their batches are the same. The CSV export and the Parquet store are read per
-    strategy as before (the store filters in the scan)."""
+    their order and their batches are the same. The Parquet store's parts are decoded once and held
+    (``Held``, up to ``HELD_BYTES``), each held batch's rows looked up by strategy; past that budget a part
+    is read again per strategy. A CSV export is read per strategy as before."""
 
     def __init__(self, run_dir: Path, table: str, columns: Sequence[str] | None = None, *, rows: bool = False,
                  budget: int | None = None) -> None:
@@ -238,6 +239,8 @@ class Held:
         key = (part, tuple(use))
         if key in self._parts:
             return self._parts[key]
+        if self.used >= self.budget:  # full: streamed batch by batch, as ``batches`` reads it
+            return pq.ParquetFile(part).iter_batches(batch_size=BATCH_ROWS, columns=use)
         decoded = list(pq.ParquetFile(part).iter_batches(batch_size=BATCH_ROWS, columns=use))
         size = sum(b.nbytes for b in decoded)
         if self.used + size <= self.budget:
