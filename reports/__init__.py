@@ -1,7 +1,8 @@
 """The HTML report of a finished run: ``render(out/<run>)`` writes report.html and its PNGs there.
 
-It reads only the run's files (results.csv, calls.csv, events.jsonl, summaries.jsonl, optional
-probes.csv and fidelity.csv, run.json, or the Parquet store under data/) and never imports
+It reads only the run's files (results.csv, run.json, and the calls, events, summaries and probes
+from the Parquet store under data/, column by column, or from their exports calls.csv, events.jsonl,
+summaries.jsonl and probes.csv where the store does not hold them: ``reports.batches.source``) and never imports
 ``strategies`` or replays anything, so any run can be re-rendered later, on another machine, from
 its folder alone. The scoring tables come from the pure functions of bench.scoring.stats / bench.scoring.probes /
 bench.scoring.economics (``reports.scoring``). The calls, events, summaries and probes are never loaded
@@ -84,7 +85,7 @@ def _jsonl(path: Path) -> pd.DataFrame:
 def load(run_dir: Path, steps: Steps | None = None) -> RunData:
     run_dir = Path(run_dir)
     info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    from bench.run.store import has_table, load_table  # the CSV exports when written, else the Parquet store
+    from bench.run.store import has_table, load_table  # fidelity: its export when written, else the store (small)
 
     def ticked(kind: str, value: Any) -> Any:
         if steps is not None:
@@ -148,12 +149,13 @@ def score(run: RunData, rows: pd.DataFrame, totals: pd.DataFrame) -> Scores:
     win = scoring.window(run.info)
     has_probes = run.probes is not None and run.probes.scored
     probes = run.probes if has_probes else None
-    retention = probestats.retention_overall(probes) if probes is not None else pd.DataFrame()
+    cliffs = probestats.cliff_table(probes) if probes is not None else pd.DataFrame()
+    retention = probestats.retention_overall(probes, cliffs) if probes is not None else pd.DataFrame()
     gaps = run.events.points if win else pd.DataFrame()
     return Scores(
         comparisons=scoring.comparisons(rows, resamples=b, weighting=scoring.weight(run.info)), resamples=b,
         retention=retention,
-        cliffs=probestats.cliff_table(probes) if probes is not None else pd.DataFrame(),
+        cliffs=cliffs,
         ages=probes,
         sizes=run.summaries.sizes,
         cost=callstats.cost_truth(run.calls), window=win,

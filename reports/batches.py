@@ -6,6 +6,12 @@ only the columns asked for (pyarrow column projection over the Parquet parts, ``
 probes.csv export; a JSONL export is parsed line by line and projected), optionally one
 strategy's rows only (filtered in pyarrow before any conversion).
 
+Where a table is read from (``source``): the run's Parquet store when it holds the table, else
+its export. Both hold the same rows (the run writes the exports from the store, ``bench.run.store.export``),
+and the store is read column by column while an export is parsed line by line whatever columns are
+wanted, so the store is the cheaper read (issue 28). The export is read only where the store does
+not hold the table: a folder of an older version (exports only, no data/), or one made by hand.
+
 Every batch carries ``_pos`` and ``_seq``: sorting on them (stably) gives the order
 ``bench.run.store.load_table`` returns, the plan's task order with each task's records in theirs.
 For an export ``_pos`` is the row number (the export is written in that order); for the store it
@@ -19,6 +25,7 @@ import json
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -36,18 +43,28 @@ def batches(run_dir: Path, table: str, columns: Sequence[str] | None = None, *, 
     rows as ``load_table`` does for these tables (None stays None: the compaction pages print the
     values), else with pyarrow's ``to_pandas``.
     """
-    from bench.run import store
-
     run_dir = Path(run_dir)
-    export = run_dir / store.EXPORTS[table]
     match = {c: v for c, v in (("strategy", strategy), ("trace", trace)) if v is not None}
     want = None if columns is None else list(dict.fromkeys([*columns, *match]))
-    if export.is_file():
+    export = source(run_dir, table)
+    if export is not None:
         reader = _csv if export.suffix == ".csv" else _jsonl
         yield from reader(export, want, match)
         return
     if (run_dir / "data" / "plan.parquet").is_file():
         yield from _parquet(run_dir, table, want, match, rows)
+
+
+def source(run_dir: Path, table: str) -> Path | None:
+    """The export ``table`` is read from, or None for the Parquet store: the store when it holds the
+    table (a committed part of it and the plan that orders them), the export when only it does."""
+    from bench.run import store
+
+    run_dir = Path(run_dir)
+    if (run_dir / "data" / "plan.parquet").is_file() and store._parts(run_dir / "data", table):
+        return None
+    export = run_dir / store.EXPORTS[table]
+    return export if export.is_file() else None
 
 
 def _numbered(frame: pd.DataFrame, start: int) -> pd.DataFrame:
@@ -99,19 +116,24 @@ class ByStrategy:
     strategy (45 strategies × events and summaries) was most of the report's time on ``make bench``.
     The index holds three integers per line, never a row. A line is indexed under a strategy by the
     rule ``_jsonl`` applies (the value spelled in the line and equal once parsed), so the rows kept,
-    their order and their batches are the same. The CSV export and the Parquet store are read per
-    strategy as before (the store filters in the scan)."""
+    their order and their batches are the same. The Parquet store's parts are decoded once and held
+    (``Held``, up to ``HELD_BYTES``), each held batch's rows looked up by strategy; past that budget a part
+    is read again per strategy. A CSV export is read per strategy as before."""
 
-    def __init__(self, run_dir: Path, table: str, columns: Sequence[str] | None = None, *, rows: bool = False
-                 ) -> None:
-        from bench.run import store
-
+    def __init__(self, run_dir: Path, table: str, columns: Sequence[str] | None = None, *, rows: bool = False,
+                 budget: int | None = None) -> None:
         self.run_dir, self.table, self.columns, self.rows = Path(run_dir), table, columns, rows
-        export = self.run_dir / store.EXPORTS[table]
-        self.export = export if export.is_file() and export.suffix == ".jsonl" else None
+        export = source(self.run_dir, table)
+        self.stored = export is None and (self.run_dir / "data" / "plan.parquet").is_file()
+        self.export = export if export is not None and export.suffix == ".jsonl" else None
         self._index: dict[str, tuple[array, array, array]] | None = None
+        self._held = Held(HELD_BYTES if budget is None else budget)
 
     def __call__(self, strategy: str) -> Iterator[pd.DataFrame]:
+        if self.stored:
+            want = None if self.columns is None else list(dict.fromkeys([*self.columns, "strategy"]))
+            yield from _parquet(self.run_dir, self.table, want, {"strategy": strategy}, self.rows, self._held)
+            return
         if self.export is None:
             yield from batches(self.run_dir, self.table, self.columns, strategy=strategy, rows=self.rows)
             return
@@ -186,8 +208,69 @@ def _jsonl(path: Path, want: list[str] | None, match: dict[str, str]) -> Iterato
         yield pd.DataFrame(buffer)
 
 
+HELD_BYTES = 128 << 20
+"""Decoded store columns ``ByStrategy`` keeps for the next strategy's page (Arrow bytes). Under it, each
+part is decoded once for all the strategies instead of once per strategy (45 on ``make bench``); a run
+whose columns are larger decodes the parts past it again per strategy, as before, so memory stays bounded."""
+
+
+class Held:
+    """Decoded batches of store parts, kept up to ``budget`` bytes: what ``f.iter_batches`` would
+    decode again, the same batches (the same rows in each), so every filter on them gives what a
+    fresh read gives."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget, self.used = budget, 0
+        self._parts: dict[tuple[Path, tuple[str, ...]], list[Any]] = {}
+        self._names: dict[Path, list[str]] = {}
+        self._groups: dict[tuple[int, str], tuple[Any, int, dict[str, Any]]] = {}
+        self._kept: set[int] = set()
+
+    def names(self, part: Path) -> list[str]:
+        import pyarrow.parquet as pq
+
+        if part not in self._names:
+            self._names[part] = pq.read_schema(part).names
+        return self._names[part]
+
+    def batches(self, part: Path, use: list[str]) -> Iterable[Any]:
+        import pyarrow.parquet as pq
+
+        key = (part, tuple(use))
+        if key in self._parts:
+            return self._parts[key]
+        if self.used >= self.budget:  # full: streamed batch by batch, as ``batches`` reads it
+            return pq.ParquetFile(part).iter_batches(batch_size=BATCH_ROWS, columns=use)
+        decoded = list(pq.ParquetFile(part).iter_batches(batch_size=BATCH_ROWS, columns=use))
+        size = sum(b.nbytes for b in decoded)
+        if self.used + size <= self.budget:
+            self._parts[key] = decoded
+            self._kept.update(id(b) for b in decoded)
+            self.used += size
+        return decoded
+
+    def equal(self, batch: Any, column: str, value: str) -> Any:
+        """``pc.equal(batch[column], value)`` with nulls as False, as a numpy mask: the batch's rows
+        grouped by value once (a held batch is filtered once per strategy), then looked up."""
+        import numpy as np
+
+        key = (id(batch), column)
+        found = self._groups.get(key)
+        if found is None or found[0] is not batch:
+            values = batch.column(column).to_numpy(zero_copy_only=False)
+            codes, uniques = pd.factorize(values, use_na_sentinel=True)
+            found = (batch, len(values), {u: np.flatnonzero(codes == i) for i, u in enumerate(uniques)
+                                          if isinstance(u, str)})
+            if id(batch) in self._kept:  # only a held batch's groups are kept (a streamed one is read again)
+                self._groups[key] = found
+        _, n, groups = found
+        mask = np.zeros(n, bool)
+        mask[groups.get(value, [])] = True
+        return mask
+
+
 def _parquet(run_dir: Path, table: str, want: list[str] | None, match: dict[str, str],
-             rows: bool) -> Iterator[pd.DataFrame]:
+             rows: bool, held: Held | None = None) -> Iterator[pd.DataFrame]:
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -197,20 +280,24 @@ def _parquet(run_dir: Path, table: str, want: list[str] | None, match: dict[str,
 
     seq = 0
     for part in store._parts(run_dir / "data", table):
-        f = pq.ParquetFile(part)
-        names = f.schema_arrow.names
+        f = pq.ParquetFile(part) if held is None else None
+        names = f.schema_arrow.names if f is not None else held.names(part)
         use = [c for c in (want if want is not None else names) if c in names and c != "key"]
         if not use or not set(match) <= set(names):
             continue
         positions = _positions(run_dir, part)
         offset = 0
-        for b in f.iter_batches(batch_size=BATCH_ROWS, columns=use):
+        decoded = f.iter_batches(batch_size=BATCH_ROWS, columns=use) if f is not None else held.batches(part, use)
+        for b in decoded:
             pos = positions[offset:offset + b.num_rows]
             offset += b.num_rows
-            mask = pa.array(pos >= 0)
-            for column, value in match.items():
-                mask = pc.and_(mask, pc.equal(b.column(column), value))
-            keep = pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
+            if held is not None and list(match) == ["strategy"]:
+                keep = (pos >= 0) & held.equal(b, "strategy", match["strategy"])
+            else:
+                mask = pa.array(pos >= 0)
+                for column, value in match.items():
+                    mask = pc.and_(mask, pc.equal(b.column(column), value))
+                keep = pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
             if not keep.any():
                 continue
             b = b.filter(pa.array(keep))

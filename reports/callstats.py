@@ -169,23 +169,30 @@ def from_frame(calls: pd.DataFrame, window: int | None = None) -> CallStats:
     return collect(scan, window)
 
 
+HELD_VALUES = 1 << 21
+"""Values the first pass of ``exact_percentiles`` keeps for passes 2 and 3 (with their group labels, some
+tens of MB): a scan of no more than that is read once, not three times; a larger one is scanned again."""
+
+
 def exact_percentiles(scan: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]],
-                      qs: Sequence[float]) -> dict[str, dict[str, float]]:
+                      qs: Sequence[float], held_values: int = HELD_VALUES) -> dict[str, dict[str, float]]:
     """Per group, ``{"n": count, "p50": ...}`` exactly as ``np.percentile`` (linear) would give on
     all the group's values, reading (group, value) batches three times and holding only counts:
     1) n, min, max; 2) a histogram of ``HIST_BINS`` bins; 3) the distinct values (with their
     counts) of the bins that hold the wanted order statistics. NaNs are left out, as stats.percentiles.
-    When the first pass got a single batch (the events and summaries of ``make bench``), that batch
-    (no more than one batch ever is) serves passes 2 and 3: re-reading a JSONL export twice more was
-    most of the report's load step."""
+    When the first pass read no more than ``held_values`` values (every table of ``make bench``), its
+    batches serve passes 2 and 3: reading the calls twice more was most of their load step. Group
+    labels are looked up as codes (``pd.Index.get_indexer``) once per batch, not one by one."""
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
     n: Counter[str] = Counter()
     held: list[tuple[np.ndarray, np.ndarray]] | None = []
+    seen = 0
     for g, v in scan():
-        if held is not None:  # a scan of one batch is kept for passes 2 and 3 rather than read twice more
+        if held is not None:  # kept for passes 2 and 3 rather than read twice more, while it is small
             held.append((g, v))
-            held = held if len(held) == 1 else None
+            seen += len(v)
+            held = held if seen <= held_values else None
         keep = ~np.isnan(v)
         frame = pd.DataFrame({"g": g[keep], "v": v[keep]}).groupby("g").v.agg(["size", "min", "max"])
         for key, r in frame.iterrows():
@@ -194,27 +201,34 @@ def exact_percentiles(scan: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]
             hi[key] = max(hi.get(key, -math.inf), float(r["max"]))
     groups = sorted(n)
     index = {k: i for i, k in enumerate(groups)}
-    if held is not None:
-        kept = held
-
-        def scan() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-            return iter(kept)
-
-    def bins(g: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        gi = np.array([index[k] for k in g], dtype=np.int64)
-        low = np.array([lo[k] for k in g])
-        width = np.array([hi[k] - lo[k] for k in g])
-        b = np.where(width > 0, np.floor((v - low) / np.where(width > 0, width, 1) * HIST_BINS), 0)
-        return gi, np.clip(b, 0, HIST_BINS - 1).astype(np.int64)
+    labels = pd.Index(groups, dtype=object)
+    low_of = np.array([lo[k] for k in groups], dtype=float)
+    width_of = np.array([hi[k] - lo[k] for k in groups], dtype=float)
 
     def known(g: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        keep = ~np.isnan(v) & np.isin(g, groups)
-        return g[keep], v[keep]
+        """The values of a group seen in pass 1 (not NaN), with that group's place in ``groups``."""
+        gi = labels.get_indexer(g) if len(g) else np.zeros(0, np.int64)
+        keep = ~np.isnan(v) & (gi >= 0)
+        return gi[keep].astype(np.int64), v[keep]
+
+    def bins(gi: np.ndarray, v: np.ndarray) -> np.ndarray:
+        low, width = low_of[gi], width_of[gi]
+        b = np.where(width > 0, np.floor((v - low) / np.where(width > 0, width, 1) * HIST_BINS), 0)
+        return np.clip(b, 0, HIST_BINS - 1).astype(np.int64)
+
+    if held is not None:
+        ready = [known(g, v) for g, v in held]
+        del held
+
+        def coded() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+            return iter(ready)
+    else:
+        def coded() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+            return (known(g, v) for g, v in scan())
 
     hist = np.zeros(len(groups) * HIST_BINS, dtype=np.int64)
-    for g, v in scan():
-        g, v = known(g, v)
-        gi, b = bins(g, v)
+    for gi, v in coded():
+        b = bins(gi, v)
         hist += np.bincount(gi * HIST_BINS + b, minlength=hist.size)
     hist = hist.reshape(len(groups), HIST_BINS)
     wanted: set[tuple[int, int]] = set()  # (group, bin) of every order statistic needed
@@ -225,10 +239,8 @@ def exact_percentiles(scan: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]
                 wanted.add((index[k], int(np.searchsorted(cum, rank, side="right"))))
     values: dict[tuple[int, int], Counter[float]] = {key: Counter() for key in wanted}
     flat = np.array([gi * HIST_BINS + b for gi, b in wanted], dtype=np.int64)
-    for g, v in scan():
-        g, v = known(g, v)
-        gi, b = bins(g, v)
-        cell = gi * HIST_BINS + b
+    for gi, v in coded():
+        cell = gi * HIST_BINS + bins(gi, v)
         hit = np.isin(cell, flat)
         for c in np.unique(cell[hit]):
             uniq, counts = np.unique(v[hit][cell[hit] == c], return_counts=True)

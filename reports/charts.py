@@ -256,8 +256,8 @@ def _spots(ax: Axes, points: np.ndarray, labels: Sequence[str], taken: list[tupl
     frame = ax.get_window_extent(renderer)
     pad = 2.0
     near = np.array([(8, -6), (-8, -6), (8, 6), (-8, 6), (8, 0), (-8, 0)], float)
-    grid = np.array([(dx, dy) for dx in np.arange(-frame.width, frame.width, 12.0)
-                     for dy in np.arange(-frame.height, frame.height, 7.0)], float)
+    xs, ys = np.arange(-frame.width, frame.width, 12.0), np.arange(-frame.height, frame.height, 7.0)
+    grid = np.column_stack([np.repeat(xs, len(ys)), np.tile(ys, len(xs))]).astype(float)  # each x with every y
     offsets = np.vstack([near, grid[np.argsort(np.hypot(grid[:, 0], grid[:, 1] * 1.6), kind="stable")]])
     left = offsets[:, 0] < 0
     out: list[tuple[float, float, bool]] = []

@@ -37,12 +37,9 @@ def lost_needles(probes: pd.DataFrame | None) -> Lost:
     """Needles (not controls) a probe right after a compaction found gone, by (trace, call)."""
     if probes is None or probes.empty or "moment" not in probes:
         return {}
-    p = probes[probes.moment == "compaction"]
-    if "needle_kind" in p:
-        p = p[p.needle_kind != "control"]
-    kept = p.retained.astype(str).str.lower().isin(("true", "1")) if "retained" in p else pd.Series(True, p.index)
+    lost = _lost_mask(probes)
     out: Lost = {}
-    for trace, call, needle in zip(p.trace[~kept], p.call[~kept], p.needle[~kept], strict=True):
+    for trace, call, needle in zip(probes.trace[lost], probes.call[lost], probes.needle[lost], strict=True):
         out.setdefault((str(trace), call), []).append(str(needle))
     return out
 
@@ -60,30 +57,22 @@ def from_frames(events: pd.DataFrame, summaries: pd.DataFrame, probes: pd.DataFr
 def from_run(run_dir: Path) -> Records:
     """``Records`` read from the run folder one strategy at a time (``reports.batches``, filtered
     while reading): a page holds its own strategy's rows, never the run's. A JSONL export is indexed
-    once (``batches.ByStrategy``) and a probes.csv export folded once into every strategy's lost
-    needles (only those are kept), rather than each read whole again for every strategy."""
-    from bench.run import store
+    once (``batches.ByStrategy``; from the Parquet store each part is decoded once for all the
+    strategies, ``batches.Held``) and the probes (store or probes.csv) folded once into every
+    strategy's lost needles (only those are kept), rather than each read whole again for every
+    strategy."""
     from reports import batches
 
     events = batches.ByStrategy(run_dir, "events", rows=True)
     summaries = batches.ByStrategy(run_dir, "summaries", ("trace", "strategy", "call", "text"), rows=True)
-    probes_csv = (Path(run_dir) / store.EXPORTS["probes"]).suffix == ".csv" \
-        and (Path(run_dir) / store.EXPORTS["probes"]).is_file()
     every: list[dict[str, Lost]] = []
 
     def read(strategy: str) -> tuple[pd.DataFrame, pd.DataFrame | None, Lost]:
         e = batches.in_order(events(strategy))
         s = batches.in_order(summaries(strategy))
-        if probes_csv:
-            if not every:
-                every.append(_lost_by_strategy(batches.batches(run_dir, "probes", PROBE_COLUMNS)))
-            lost = every[0].get(strategy, {})
-        else:
-            lost = {}
-            for p in batches.batches(run_dir, "probes", PROBE_COLUMNS, strategy=strategy):
-                for at, needles in lost_needles(p).items():  # only the lost ones are kept, batch by batch
-                    lost.setdefault(at, []).extend(needles)
-        return e, s if len(s) and "strategy" in s else None, lost
+        if not every:
+            every.append(_lost_by_strategy(batches.batches(run_dir, "probes", PROBE_COLUMNS)))
+        return e, s if len(s) and "strategy" in s else None, every[0].get(strategy, {})
     return read
 
 
@@ -92,20 +81,31 @@ PROBE_COLUMNS = ("trace", "strategy", "moment", "call", "needle", "needle_kind",
 
 def _lost_by_strategy(frames: Iterable[pd.DataFrame]) -> dict[str, Lost]:
     """Every strategy's lost needles from one pass over the probes: each batch split by the rule
-    ``batches`` filters a CSV export with for one strategy (``strategy`` as text equal to the name),
-    so each strategy gets what its own read would have given, in the same order."""
+    ``batches`` filters a CSV export with for one strategy (``strategy`` as text equal to the name;
+    the store's column is text, so its filter keeps the same rows), so each strategy gets what its
+    own read would have given, in the same order. A batch's ``call`` may be float where another
+    strategy's row lacks one; the pages look needles up by ``(str(trace), int(call))``, so that
+    does not change a page."""
     out: dict[str, Lost] = {}
     for p in frames:
-        if "strategy" not in p:
+        if "strategy" not in p or "moment" not in p or p.empty:
             continue
-        names = p["strategy"].astype(str)
-        for name in pd.unique(names):
-            if not isinstance(name, str):
-                continue
-            lost = out.setdefault(name, {})
-            for at, needles in lost_needles(p[names == name]).items():
-                lost.setdefault(at, []).extend(needles)
+        lost = _lost_mask(p)  # ``lost_needles``' rows, taken from the batch once rather than from each strategy's slice
+        for name, trace, call, needle in zip(p["strategy"].astype(str)[lost], p.trace[lost], p.call[lost],
+                                             p.needle[lost], strict=True):
+            out.setdefault(name, {}).setdefault((str(trace), call), []).append(str(needle))
     return out
+
+
+def _lost_mask(p: pd.DataFrame) -> pd.Series:
+    """The rows ``lost_needles`` lists: a needle (not a control) a probe right after a compaction found gone."""
+    mask = p.moment == "compaction"
+    if "needle_kind" in p:
+        mask &= p.needle_kind != "control"
+    if "retained" not in p:  # nothing says a needle is gone
+        return pd.Series(False, p.index)
+    mask &= ~p.retained.astype(str).str.lower().isin(("true", "1"))
+    return mask.fillna(False).astype(bool)
 
 
 def write(run_dir: Path, strategies: list[str], records: Records) -> dict[str, str]:

@@ -116,8 +116,9 @@ def _retained_share(c: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return pd.DataFrame({"n": n, "retention": k / n})
 
 
-def retention_overall(stats: ProbeStats) -> pd.DataFrame:
-    """``scoring.retention_overall`` from the counts."""
+def retention_overall(stats: ProbeStats, cliffs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``scoring.retention_overall`` from the counts. ``cliffs``: ``cliff_table(stats)`` when the caller
+    has it already (the report shows both; each was computed twice)."""
     p = _end(stats)
     stated = _stated(p)
     if not stated.n.sum():
@@ -135,7 +136,7 @@ def retention_overall(stats: ProbeStats) -> pd.DataFrame:
     n = g.n.sum().astype("int64")
     fpr = pd.DataFrame({"n": n, "false_positive_rate": g.fp.sum() / n}).reset_index()
     out = out.merge(fpr.rename(columns={"n": "controls"}), on="strategy", how="left")
-    cliffs = cliff_table(stats)
+    cliffs = cliff_table(stats) if cliffs is None else cliffs
     if len(cliffs):
         out = out.merge(cliffs[["strategy", "rounds", "cliff_round"]], on="strategy", how="left")
     return out

@@ -12,8 +12,10 @@ of the pairs it drew, so a few long sessions count as much as their size says an
 
 from __future__ import annotations
 
+import threading
 import warnings
-from collections.abc import Sequence
+import weakref
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -128,6 +130,80 @@ grew with the trace count (15 MB at 1,000 traces); numpy's generator yields the 
 chunking, so the figures do not change."""
 
 
+DRAWS_KEPT = 1 << 23
+"""Resampled indices (``n`` × ``resamples``) ``draws`` keeps for the next bootstrap of the same size and seed
+(as int32: 32 MB at most per entry, two entries)."""
+_DRAWS: dict[tuple[int, int, int, int], list[tuple[int, int, np.ndarray]]] = {}
+_DRAWS_LOCK = threading.Lock()
+
+
+def draws(seed: int | None, n: int, resamples: int) -> Iterator[tuple[int, int, np.ndarray]]:
+    """``(start, stop, idx)`` per chunk of ``paired_bootstrap``'s resamples: ``idx`` (``stop − start`` × ``n``)
+    the pairs drawn, in chunks of about ``CHUNK_DRAWS`` indices (flat in memory however many traces; numpy's
+    generator yields the same stream in any chunking). They depend on nothing but ``seed``, ``n`` and
+    ``resamples``, and the report bootstraps every strategy against another on the same traces (hundreds
+    of times, the draws half of each), so the last two sets of draws up to ``DRAWS_KEPT`` indices are kept
+    (read-only) and handed out again: the same indices, so the same figures bit for bit."""
+    rows = max(1, CHUNK_DRAWS // n)
+    key = (int(seed), n, resamples, rows) if isinstance(seed, (int, np.integer)) else None
+    with _DRAWS_LOCK:
+        kept = _DRAWS.pop(key, None) if key is not None else None
+        if kept is not None:
+            _DRAWS[key] = kept  # the most recent last
+    if kept is not None:
+        yield from kept
+        return
+    keep = key is not None and n * resamples <= DRAWS_KEPT
+    chunks: list[tuple[int, int, np.ndarray]] = []
+    rng = np.random.default_rng(seed)
+    for start in range(0, resamples, rows):
+        stop = min(resamples, start + rows)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        if keep:
+            idx = idx.astype(np.int32)  # n < 2**23: exact, half the memory; indexing gives the same values
+            idx.flags.writeable = False
+            chunks.append((start, stop, idx))
+        yield start, stop, idx
+    if keep:
+        with _DRAWS_LOCK:
+            _DRAWS[key] = chunks
+            while len(_DRAWS) > 2:
+                del _DRAWS[next(iter(_DRAWS))]
+
+
+BASES_KEPT = 256
+_BASES: dict[tuple[int, bytes, bytes | None], tuple[weakref.ref, np.ndarray]] = {}
+
+
+def resampled_mean(values: np.ndarray, weights: np.ndarray | None, idx: np.ndarray) -> np.ndarray:
+    """Each resample's mean of ``values`` (weighted by ``weights``): ``values[idx].mean(axis=1)``, or
+    ``(w[idx] * values[idx]).sum(axis=1) / w[idx].sum(axis=1)``, as ``paired_bootstrap`` takes its ratio's
+    base. Over kept draws (read-only ``idx``, ``draws``) it is kept for the same values and weights: the
+    report compares every strategy with one baseline, whose column, and so whose resampled means, are the
+    same each time. Keyed by the draws' identity (held weakly, so a freed one is never mistaken for a
+    new one) and the values' and weights' bytes; the same inputs, so the same figures."""
+    if idx.flags.writeable:  # drawn for this bootstrap alone
+        return _resampled_mean(values, weights, idx)
+    key = (id(idx), values.tobytes(), None if weights is None else weights.tobytes())
+    with _DRAWS_LOCK:
+        found = _BASES.get(key)
+    if found is not None and found[0]() is idx:
+        return found[1]
+    out = _resampled_mean(values, weights, idx)
+    out.flags.writeable = False
+    with _DRAWS_LOCK:
+        _BASES[key] = (weakref.ref(idx), out)
+        while len(_BASES) > BASES_KEPT:
+            del _BASES[next(iter(_BASES))]
+    return out
+
+
+def _resampled_mean(values: np.ndarray, weights: np.ndarray | None, idx: np.ndarray) -> np.ndarray:
+    if weights is None:
+        return values[idx].mean(axis=1)
+    return (weights[idx] * values[idx]).sum(axis=1) / weights[idx].sum(axis=1)
+
+
 def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,
                      resamples: int = DEFAULT_B, seed: int = 0, confidence: float = 0.95,
                      weights: Sequence[float] | np.ndarray | None = None) -> PairedComparison:
@@ -154,19 +230,13 @@ def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nd
     if n == 1:
         rel = float(y[0] / x[0] - 1) if x[0] else float("nan")
         return PairedComparison(1, float(x[0]), float(y[0]), float(d[0]), float(d[0]), float(d[0]), 0, rel, rel)
-    rng = np.random.default_rng(seed)
     means, ratios = np.empty(resamples), np.empty(resamples)
-    rows = max(1, CHUNK_DRAWS // n)  # flat in memory however many traces; the same draws in any chunking
-    for start in range(0, resamples, rows):
-        stop = min(resamples, start + rows)
-        idx = rng.integers(0, n, size=(stop - start, n))
+    for start, stop, idx in draws(seed, n, resamples):
         if weights is None:
             means[start:stop] = d[idx].mean(axis=1)
-            base = x[idx].mean(axis=1)
         else:
-            total = w[idx].sum(axis=1)
-            means[start:stop] = (w[idx] * d[idx]).sum(axis=1) / total
-            base = (w[idx] * x[idx]).sum(axis=1) / total
+            means[start:stop] = (w[idx] * d[idx]).sum(axis=1) / w[idx].sum(axis=1)
+        base = resampled_mean(x, None if weights is None else w, idx)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratios[start:stop] = np.where(base != 0, means[start:stop] / base, np.nan)
     tail = (1 - confidence) / 2 * 100

@@ -198,3 +198,43 @@ def test_the_paired_bootstrap_is_the_same_in_any_chunking(monkeypatch):
     whole = (stats.paired_bootstrap(a, b), stats.paired_bootstrap(a, b, weights=w))
     monkeypatch.setattr(stats, "CHUNK_DRAWS", 7_000)  # 10 resamples a chunk
     assert (stats.paired_bootstrap(a, b), stats.paired_bootstrap(a, b, weights=w)) == whole
+
+
+def test_kept_draws_are_the_generators_own_and_change_no_figure(monkeypatch):
+    """``stats.draws`` hands out the seeded generator's indices, chunk by chunk, the first time and again from
+    what it kept (read-only); a bootstrap on kept draws equals one on fresh draws bit for bit (repr: NaN, −0);
+    an unseeded bootstrap and one past ``DRAWS_KEPT`` keep nothing."""
+    import numpy as np
+    import pytest
+
+    from bench.scoring import stats
+
+    stats._DRAWS.clear()
+    monkeypatch.setattr(stats, "CHUNK_DRAWS", 7_000)
+    for n, resamples in ((18, 2_000), (700, 300), (1, 5)):
+        rng = np.random.default_rng(0)
+        rows = max(1, stats.CHUNK_DRAWS // n)
+        wanted = [(a, min(resamples, a + rows), rng.integers(0, n, size=(min(resamples, a + rows) - a, n)))
+                  for a in range(0, resamples, rows)]
+        for _ in range(2):  # drawn, then kept
+            got = list(stats.draws(0, n, resamples))
+            assert [(a, b) for a, b, _ in got] == [(a, b) for a, b, _ in wanted]
+            assert all(np.array_equal(g, w) for (_, _, g), (_, _, w) in zip(got, wanted, strict=True))
+    kept = next(iter(stats._DRAWS.values()))[0][2]
+    with pytest.raises(ValueError):
+        kept[0, 0] = 1
+    assert len(stats._DRAWS) == 2  # the last two only
+    rng = np.random.default_rng(4)
+    a, b, w = np.round(rng.random(40), 1), np.round(rng.random(40), 1), rng.random(40) + 0.1
+    b[:20] = a[:20]
+    c = np.round(rng.random(40), 1)
+    first = [repr(stats.paired_bootstrap(a, y, resamples=500, weights=x)) for y in (b, c) for x in (None, w)]
+    assert any(k[1:3] == (40, 500) for k in stats._DRAWS) and stats._BASES  # a's resampled means kept for c
+    again = [repr(stats.paired_bootstrap(a, y, resamples=500, weights=x)) for y in (b, c) for x in (None, w)]
+    stats._DRAWS.clear()
+    monkeypatch.setattr(stats, "DRAWS_KEPT", 0)
+    fresh = [repr(stats.paired_bootstrap(a, y, resamples=500, weights=x)) for y in (b, c) for x in (None, w)]
+    assert first == again == fresh and not stats._DRAWS
+    monkeypatch.setattr(stats, "DRAWS_KEPT", 1 << 23)
+    stats.paired_bootstrap(a, b, resamples=500, seed=None)
+    assert not stats._DRAWS

@@ -204,10 +204,11 @@ def test_every_pair_equals_paired_one_pair_at_a_time(weight):
                                                           wide=wide))  # repr: nan == nan
 
 
-@pytest.mark.parametrize("size", [5_000, 100])
-def test_exact_percentiles_read_a_one_batch_scan_once(size):
-    """One batch: passes 2 and 3 use it rather than scanning again; more: every pass scans. The
-    figures are numpy's either way."""
+@pytest.mark.parametrize(("size", "held", "scans_wanted"), [(5_000, 1 << 21, 1), (100, 1 << 21, 1), (100, 4_999, 3),
+                                                         (5_000, 4_999, 3)])
+def test_exact_percentiles_read_a_small_scan_once(size, held, scans_wanted):
+    """A scan of at most ``held_values`` values (in any number of batches) is read once and serves passes 2
+    and 3; a larger one is scanned by every pass. The figures are numpy's either way."""
     from reports import callstats
 
     rng = np.random.default_rng(12)
@@ -221,10 +222,37 @@ def test_exact_percentiles_read_a_one_batch_scan_once(size):
         for i in range(0, len(values), size):
             yield groups[i:i + size], values[i:i + size]
 
-    got = callstats.exact_percentiles(scan, (10, 50, 99.9))
-    assert len(scans) == (1 if size >= len(values) else 3)
+    got = callstats.exact_percentiles(scan, (10, 50, 99.9), held_values=held)
+    assert len(scans) == scans_wanted
     for g in ("x", "y", "z"):
         v = values[(groups == g) & ~np.isnan(values)]
         assert got[g]["n"] == len(v)
         for q in (10, 50, 99.9):
             assert got[g][f"p{q:g}"] == float(np.percentile(v, q))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_both_directions_from_one_set_of_draws_equal_two_bootstraps(weighted):
+    """``decision._both`` gives ``paired_bootstrap(x, y)`` and ``paired_bootstrap(y, x)`` bit for bit (repr, so
+    NaN and the sign of zero count), here with ties (many resamples whose mean difference is exactly 0,
+    where minus the mean would be −0), a −0.0 value, values that are all equal, one and two pairs."""
+    from bench.scoring import stats
+    from reports import decision
+
+    rng = np.random.default_rng(5)
+    cases = []
+    for n in (1, 2, 3, 7, 40):
+        x = np.round(rng.uniform(0, 3, n), 1)
+        y = np.where(rng.random(n) < 0.6, x, np.round(rng.uniform(0, 3, n), 1))  # mostly ties
+        cases.append((x, y))
+    cases.append((np.array([-0.0, 1.0, 2.0]), np.array([0.0, 1.0, 2.0])))
+    cases.append((np.full(5, 2.5), np.full(5, 2.5)))
+    cases.append((np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.0, 0.0])))  # a base of 0: ratios NaN
+    zeros = 0
+    for x, y in cases:
+        w = np.round(rng.uniform(0.5, 3, x.size), 2) if weighted else None
+        ab, ba = decision._both(x, y, 300, w)
+        assert repr(ab) == repr(stats.paired_bootstrap(x, y, resamples=300, seed=0, weights=w))
+        assert repr(ba) == repr(stats.paired_bootstrap(y, x, resamples=300, seed=0, weights=w))
+        zeros += ab.ci_low == 0 or ab.ci_high == 0
+    assert zeros  # some interval ends on an exact 0: the sign of zero was at stake
