@@ -275,7 +275,8 @@ def test_remote_trim_takes_each_trimmed_outputs_call_out_too(counter):
     the compaction request never holds a call without its output: the assistant's text stays, the
     calls answered earlier stay, and every request is one the API accepts."""
     big = " ".join(f"w{i}" for i in range(6_000))
-    early = [Message("assistant", (ToolUse("c0", "shell", {"cmd": "ls"}),)), Message("user", (ToolResult("c0", "a.py"),))]
+    early = [Message("assistant", (ToolUse("c0", "shell", {"cmd": "ls"}),)),
+             Message("user", (ToolResult("c0", "a.py"),))]
     said = Message("assistant", (Text("Reading both."), ToolUse("c1", "shell", {"cmd": "cat a"}),
                                  ToolUse("c2", "shell", {"cmd": "cat b"})))
     msgs = [SYSTEM, user("fix it"), *early, said, Message("user", (ToolResult("c1", big), ToolResult("c2", big)))]
