@@ -113,6 +113,9 @@ class Aider(Strategy):
     version = 5
     summary_overhead = False
     """ChatSummary sends its own short system prompt and the history, no repo map or tools (strategies.md §7)."""
+    summary_as_text = True
+    """``summarize_all`` renders the user and assistant messages as ``# USER`` / ``# ASSISTANT`` text
+    (strategies.md §7): the summary request holds no tool calls."""
 
     estimator: str = "truth"
     """Aider counts with the model's tokenizer (litellm)."""

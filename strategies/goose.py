@@ -104,6 +104,9 @@ class Goose(Strategy):
     summary_overhead = False
     """The conversation goes into the compaction.md system prompt with no tools (strategies.md §8, compact_messages):
     the summary request does not carry the agent's fixed overhead. Version 3: billed so."""
+    summary_as_text = True
+    """``compact_messages`` serializes each message (``tool_request(...)``, ``tool_response: ...``) into the
+    compaction system prompt (strategies.md §8): the summary request holds no tool calls."""
 
     estimator: str = "truth"
     threshold: float = 0.8

@@ -153,6 +153,12 @@ class Strategy:
     trigger_share: ClassVar[str] = ""
     """The share-of-the-window parameter ``trigger_tokens`` stands in for; empty: the first of
     ``SHARE_PARAMS`` the strategy has (a float or None by default)."""
+    summary_as_text: ClassVar[bool] = False
+    """True where the agent writes the conversation into its summary prompt as text (aider's ``# USER``
+    blocks, goose's serialized messages in the compaction system prompt, OpenHands' ``<EVENT>`` tags:
+    spec/strategies.md §7, §8, §6.4–6.5) rather than sending it as messages: that request holds no tool
+    call for the API to match with its result, so a summary request is checked as messages
+    (tests/strategies/test_contract.py) only where this is False."""
 
     def __post_init__(self) -> None:
         arm_trigger_tokens(self)

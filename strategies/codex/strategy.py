@@ -56,12 +56,14 @@ class Codex(CodexTrigger, LocalCompaction, RemoteCompaction, Strategy):
     developer instructions) back, 2025 at the top, 2026 where ``InitialContextInjection`` puts it
     (local.py); a ``<skill>`` body and Codex's other contextual items are not user messages
     (common.py ``CONTEXTUAL_MARKERS``): no compaction keeps them, nothing re-injects them.
+    Version 7: a remote compaction that trims trailing outputs to fit takes their calls out of the request
+    too (remote.py ``without_calls``), as Codex's ``remove_last_item`` does.
     """
 
     name = "codex"
     citation = ("openai/codex @0100b103625752f6a10c21b79a8c423761dc4c6a codex-rs/core/src/compact.rs; "
                 "templates/compact/summary_prefix.md @50a53333; protocol/src/openai_models.rs; models.json @21dac7d7")
-    version = 6
+    version = 7
 
     ranges = {"limit_fraction": FRACTION, "effective_window_percent": Range(0, 100, lo_open=True)}
     """A share of the window; effective_context_window_percent is a percent (ModelInfo, openai_models.rs)."""

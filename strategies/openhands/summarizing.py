@@ -98,6 +98,9 @@ class LLMSummarizing(Strategy):
     summary_overhead = False
     """The condenser's request is one user message (instructions, the previous summary, the forgotten events)
     with no agent system prompt or tools (strategies.md §6.4-6.5): billed without the fixed overhead (version 3)."""
+    summary_as_text = True
+    """The forgotten events go into one user message, each as ``<EVENT id=N>...</EVENT>`` text (strategies.md
+    §6.4, §6.5): the summary request holds no tool calls."""
 
     ranges = {"minimum_progress": SHARE}
     """The share of events a condensation must forget (0: any)."""

@@ -265,9 +265,29 @@ def test_remote_request_over_the_window_drops_trailing_tool_outputs(counter):
     assert not TINY.fits(ctx.truth, 0)
     s, recorder = session(counter, model=TINY)
     out = strategies.build("codex:remote").on_overflow(ctx, s)
-    assert recorder.requests[0].messages == tuple(msgs[:3])
+    assert recorder.requests[0].messages == tuple(msgs[:2])  # the output's call went with it
     assert "trimmed 1 trailing output(s)" in out.events[0].detail
     assert [m.text for m in out.context.messages[1:]] == ["fix it", "SUMMARY"]
+
+
+def test_remote_trim_takes_each_trimmed_outputs_call_out_too(counter):
+    """Codex's ``remove_last_item`` removes a trimmed output's call with it (remove_corresponding_for), so
+    the compaction request never holds a call without its output: the assistant's text stays, the
+    calls answered earlier stay, and every request is one the API accepts."""
+    big = " ".join(f"w{i}" for i in range(6_000))
+    early = [Message("assistant", (ToolUse("c0", "shell", {"cmd": "ls"}),)),
+             Message("user", (ToolResult("c0", "a.py"),))]
+    said = Message("assistant", (Text("Reading both."), ToolUse("c1", "shell", {"cmd": "cat a"}),
+                                 ToolUse("c2", "shell", {"cmd": "cat b"})))
+    msgs = [SYSTEM, user("fix it"), *early, said, Message("user", (ToolResult("c1", big), ToolResult("c2", big)))]
+    ctx = Meter(counter, "bytes/4").context(msgs)
+    s, recorder = session(counter, model=TINY)
+    out = strategies.build("codex:remote").on_overflow(ctx, s)
+    sent = recorder.requests[0].messages
+    assert sent[:4] == (SYSTEM, msgs[1], *early)
+    assert sent[4].text == "Reading both." and sent[4].tool_uses == ()
+    assert len(sent) == 5 and orphans(sent) == (set(), set())
+    assert "trimmed 1 trailing output(s)" in out.events[0].detail
 
 
 # --- Codex 0.104-0.142: what the trigger counts and against what (issue 24) ---------------------

@@ -17,6 +17,9 @@ sees every hook's outcome and every request sent, and asserts:
    means every one the loop sends for the agent: its ``agent`` row and a simulated re-read's
    ``reread`` row (bench/replay/rereads.py: the same request, answered by a read call) made at the
    same call, in order; a projection that did not fit and went to ``on_overflow`` is never sent;
+   a compaction's own summary request (its messages, then its prompt as a user message) is held to
+   the same rule where the agent sends the conversation as messages (``Strategy.summary_as_text``
+   False: aider, goose and OpenHands write it into the prompt as text);
 4. the trace is never mutated;
 5. a hook's context is never larger than its input unless a summary / handoff / re-injection
    was added (a marker may be a little longer than a tiny output it replaced: 64 tokens each);
@@ -43,6 +46,8 @@ from bench.context.strategy import CUT_LATEST_HUMAN
 from bench.cost.pricing import profile
 from bench.replay.loop import ReplayConfig, replay
 from bench.replay.validity import Problem, problems
+from bench.summarizers import Summary, SummaryRequest
+from bench.summarizers.extractive import ExtractiveSummarizer
 from bench.tokens.counter import TokenCounter, render
 from strategies._tools import is_prompt
 from tests.strategies.shapes import SHAPES, shaped
@@ -102,6 +107,10 @@ class Checked:
         """A hook gave up (``Outcome.fail``): the loop sends nothing after it."""
         self.human_cut: list[Message] = []
         """Human turns the strategy said the real agent itself cut short (an event saying so)."""
+        self.call = 0
+        """The call whose hooks run now: a summary request is asked from inside one."""
+        self.summary_problems: list[tuple[int, tuple[Problem, ...]]] = []
+        """(call, problems) of each summary request the strategy asked for, as sent."""
 
     @staticmethod
     def _by_step(trace: Trace) -> tuple[dict[int, Message | None], dict[int, Counter]]:
@@ -124,6 +133,7 @@ class Checked:
         return humans, recorded
 
     def _hook(self, hook: str, ctx: Context, session) -> object:
+        self.call = session.call_index
         outcome = getattr(self.inner, hook)(ctx, session)
         if outcome is not None and outcome.fail is not None:
             self.failed = True
@@ -181,6 +191,21 @@ def _keys(found: tuple[Problem, ...]) -> Counter:
     return Counter((p.kind, p.subject) for p in found)
 
 
+class SummaryCheck:
+    """The run's summarizer (the extractive stand-in), recording what each summary request would
+    send: the strategy's messages, then its prompt as the last user message."""
+
+    name = "extractive"
+
+    def __init__(self, checked: Checked) -> None:
+        self.inner, self.checked = ExtractiveSummarizer(), checked
+
+    def summarize(self, request: SummaryRequest) -> Summary:
+        sent = (*request.messages, Message.text_message("user", request.prompt))
+        self.checked.summary_problems.append((self.checked.call, problems(sent)))
+        return self.inner.summarize(request)
+
+
 def records(result) -> list[dict]:
     return ([asdict(c) for c in result.calls] + [asdict(e) for e in result.events]
             + [asdict(s) for s in result.summaries])
@@ -189,7 +214,7 @@ def records(result) -> list[dict]:
 def check_strategy(name: str, trace: Trace) -> None:
     before = native.dumps(trace)
     checked = Checked(strategies.build(name), trace)
-    first = replay(trace, checked, CONFIG, counter=TokenCounter())
+    first = replay(trace, checked, CONFIG, counter=TokenCounter(), summarizer=SummaryCheck(checked))
     second = replay(trace, Checked(strategies.build(name), trace), CONFIG, counter=TokenCounter())
     assert native.dumps(trace) == before, "the trace was mutated"
     assert first.error is None and second.error is None
@@ -199,7 +224,7 @@ def check_strategy(name: str, trace: Trace) -> None:
     # re-read made before it at the same call (bench/replay/loop.py ``_Loop.step``: the strategy's
     # request, answered by a read call; the API would reject it just the same, so it is checked and
     # flagged like the agent's). ``summarizer`` rows are the compactions' own requests, billed and
-    # not checked by the loop (``_Loop.bill_summary``), and the wrapper sees none of them.
+    # not flagged by the loop (``_Loop.bill_summary``): ``SummaryCheck`` checks them below instead.
     sent_rows: dict[int, list[int]] = {}
     for c in first.calls:
         if c.kind != "summarizer":
@@ -210,6 +235,11 @@ def check_strategy(name: str, trace: Trace) -> None:
     flagged = Counter((call, n) for call, row in sent_rows.items() for n in row if n)
     assert Counter((e.call, e.messages_touched) for e in first.events if e.kind == "invalid") == flagged, (
         "one invalid event per flagged request, naming as many problems as its row")
+    if not checked.inner.summary_as_text:  # sent as messages: the API matches their calls and results too
+        for call, found in checked.summary_problems:
+            tangled = {subject for _, subject in checked.recorded_by_step[call]}
+            added = {k for k in _keys(found) - checked.recorded_by_step[call] if k[1] not in tangled or k[0] == "empty"}
+            assert not added, f"summary request at call {call} adds {sorted(added)}: {[str(p) for p in found]}"
 
 
 # Count- and size-triggered defaults rarely fire on short random traces: these variants scale the
