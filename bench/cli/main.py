@@ -8,6 +8,10 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bench.run.executors import Pools
 
 
 def _config(args: argparse.Namespace):
@@ -54,6 +58,15 @@ def _print_notes(notes: list[str], written: Path) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """One pool of workers for the run and its robustness replays (bench.run.executors.shared_pools),
+    ended before the report is drawn, and however the command ends."""
+    from bench.run.executors import shared_pools
+
+    with shared_pools() as pools:
+        return _run_with(args, pools)
+
+
+def _run_with(args: argparse.Namespace, pools: Pools) -> int:
     from bench.run.runner import format_fidelity, format_means, run
     from bench.run.sources import NOTES_FILE
 
@@ -99,6 +112,7 @@ def _run(args: argparse.Namespace) -> int:
         except Exception as e:  # noqa: BLE001 - the verdict stands without it, and says so
             print(f"robustness: not measured ({str(e).splitlines()[0][:200] if str(e) else type(e).__name__})",
                   file=sys.stderr)
+    pools.close()  # the last replay is done: the workers' memory is the report's
     if robust is not None and robust.lines():
         print(f"robustness: {robust.headline()}")
         print("\n".join(textwrap.fill(line, CONSOLE_WIDTH, subsequent_indent="    ", break_on_hyphens=False,

@@ -241,8 +241,56 @@ def add_prices(path: str) -> list[str]:
                              "know it); see bench/data/prices.toml for the schema")
     if any(_EXTRA.get(k) != v for k, v in table.items()):
         _EXTRA.update(table)
-        _resolve.cache_clear()
+        changed()
     return sorted({e["_key"] for e in table.values()})
+
+
+_USED: list[tuple[tuple[tuple[str, bytes | None], ...], int] | None] = [None]
+"""The files (path, text) ``use_prices`` last set ``_EXTRA`` to in this process, and ``_CHANGES`` then."""
+_CHANGES = [0]
+"""How many times the ``--prices`` entries changed in this process (``changed``)."""
+
+
+def use_prices(paths: Sequence[str]) -> None:
+    """Set the ``--prices`` entries to exactly those of ``paths``, as a fresh process that read them would
+    have them: what a pool worker does before each job (issue 28: one pool serves every run of a command,
+    so a replay's extra prices, robustness's 1M window, must not reach the next run's jobs). A file is
+    read (not parsed) to see that nothing changed; a change is parsed and clears what was priced before."""
+    from pathlib import Path
+
+    def text(path: str) -> bytes | None:
+        try:
+            return Path(path).read_bytes()
+        except OSError:
+            return None  # add_prices below says why, as it would have
+
+    files = tuple((path, text(path)) for path in paths)
+    if _USED[0] == (files, _CHANGES[0]) and _CACHED_FOR[0] is _EXTRA:  # nothing changed since: the usual case
+        return
+    _USED[0] = None  # a file that fails to parse leaves nothing half-set behind as current
+    if _EXTRA:
+        _EXTRA.clear()
+        changed()
+    for path in paths:
+        add_prices(path)
+    _USED[0] = (files, _CHANGES[0])
+
+
+_ON_CHANGE: list[Callable[[], None]] = []
+"""What else remembers a profile (bench.replay.loop.recorded_profile), forgotten with ``_resolve``'s cache."""
+
+
+def on_change(forget: Callable[[], None]) -> None:
+    """Call ``forget`` whenever the ``--prices`` entries change (a memo of profiles is stale then)."""
+    _ON_CHANGE.append(forget)
+
+
+def changed() -> None:
+    """The ``--prices`` entries (``_EXTRA``) changed: every profile resolved before is stale."""
+    _CHANGES[0] += 1
+    _resolve.cache_clear()
+    for forget in _ON_CHANGE:
+        forget()
 
 
 # --- genai-prices ---------------------------------------------------------------------------------------
@@ -331,7 +379,7 @@ def profile(model_id: str, provider: str | None = None, *, strict: bool = False)
     by ``provider`` when given (e.g. ``github-copilot``, whose windows can be smaller than the model's
     own). A model no table knows gets the stated fallback (``is_fallback``); ``strict`` refuses it."""
     if _CACHED_FOR[0] is not _EXTRA:  # the --prices entries were replaced (a test's monkeypatch)
-        _resolve.cache_clear()
+        changed()
         _CACHED_FOR[0] = _EXTRA
     p = _resolve(model_id.strip(), provider.lower() if provider else None)
     if strict and p.is_fallback:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 from bench.context.messages import Context, Meter
 from bench.context.session import Session
 from bench.context.strategy import Outcome, Strategy
-from bench.cost.pricing import ModelProfile, PromptCache, known, profile, recorded_id
+from bench.cost.pricing import ModelProfile, PromptCache, known, on_change, profile, recorded_id
 from bench.cost.windows import SessionWindows, session_windows
 from bench.replay.provider import ProviderView
 from bench.replay.records import EventRecord, SummaryRecord, TaskResult
@@ -442,6 +442,9 @@ def recorded_profile(model_id: str, window: int | None = None) -> ModelProfile:
     if not window or window >= base.context_window or window == base.max_input:
         return base
     return dc_replace(base, max_input=window)
+
+
+on_change(recorded_profile.cache_clear)  # a --prices change (robustness's 1M window) makes its profiles stale
 
 
 KEEPS_RECORDED_COMPACTIONS = frozenset({"claude-code"})

@@ -6,6 +6,12 @@ flight, so neither the traces nor the results pile up in the parent. On Ctrl-C, 
 starts nothing new and saves what is still finishing; a second Ctrl-C stops waiting, keeps what
 had finished and ends the workers. Pool workers also watch their parent and exit when it is gone
 (SIGKILL, the OOM killer), so nothing is left running.
+
+A command that runs several sweeps (``run``: the primary run, then robustness's replays) opens
+``shared_pools()`` around them: each ``process`` executor of the same worker count then submits to
+one pool, started once and ended when the command ends (issue 28: every spawned pool imported the
+whole harness again in each worker, ~0.9 s CPU each). A job carries its run's settings, and the
+job function brings what a worker keeps between jobs to them (bench.run.runner.run_job: the prices).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,9 +55,74 @@ def _watch_parent(parent: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+_WORKER = [False]
+"""Whether this process is a pool's or Ray's worker, which serves the jobs of one run after another."""
+
+
+def in_worker() -> bool:
+    """True in a process pool's or a Ray worker (not in the process that plans the runs)."""
+    return _WORKER[0]
+
+
 def _init_pool_worker(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (no traceback per worker)
+    _WORKER[0] = True
     _watch_parent(parent)
+
+
+STARTED = [0]
+"""Process pools started by this process (tests/bench/test_shared_pool.py counts them)."""
+
+
+def _start_pool(workers: int) -> ProcessPoolExecutor:
+    import multiprocessing
+
+    STARTED[0] += 1
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_init_pool_worker, initargs=(os.getpid(),))
+
+
+class Pools:
+    """The process pools one command shares, by worker count (``shared_pools``)."""
+
+    def __init__(self) -> None:
+        self.pools: dict[int, ProcessPoolExecutor] = {}
+
+    def get(self, workers: int) -> ProcessPoolExecutor:
+        """The pool of ``workers`` processes, started on first use or again after it broke (a worker died)."""
+        pool = self.pools.get(workers)
+        if pool is None or getattr(pool, "_broken", False):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+            pool = self.pools[workers] = _start_pool(workers)
+        return pool
+
+    def discard(self, pool: ProcessPoolExecutor) -> None:
+        """``pool`` was killed (a second Ctrl-C): never hand it out again."""
+        self.pools = {w: p for w, p in self.pools.items() if p is not pool}
+
+    def close(self) -> None:
+        """End every pool: its workers finish what they run and exit (idempotent)."""
+        pools, self.pools = list(self.pools.values()), {}
+        for pool in pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+_SHARED: list[Pools] = []
+"""The open ``shared_pools`` scopes, innermost last."""
+
+
+@contextmanager
+def shared_pools() -> Iterator[Pools]:
+    """Within the block, ``process`` executors share one pool per worker count; it is ended when the
+    block ends, however it ends (an error, Ctrl-C). Outside any block each executor has its own pool."""
+    pools = Pools()
+    _SHARED.append(pools)
+    try:
+        yield pools
+    finally:
+        _SHARED.remove(pools)
+        pools.close()
 
 
 class LocalExecutor:
@@ -74,12 +146,10 @@ class LocalExecutor:
 class ProcessExecutor:
     """A pool of spawned processes; at most ``2 × workers + 2`` jobs in flight."""
 
-    def __init__(self, fn: JobFn, args: tuple[Any, ...], workers: int) -> None:
-        import multiprocessing
-
-        self.fn, self.args, self.workers = fn, args, workers
-        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_init_pool_worker, initargs=(os.getpid(),))
+    def __init__(self, fn: JobFn, args: tuple[Any, ...], workers: int, pools: Pools | None = None) -> None:
+        self.fn, self.args, self.workers, self.pools = fn, args, workers, pools
+        self.pool = pools.get(workers) if pools is not None else _start_pool(workers)
+        self.killed = False
         self.pending: set[Future] = set()
         self.handed: set[Future] = set()
 
@@ -119,9 +189,20 @@ class ProcessExecutor:
         for p in list((getattr(self.pool, "_processes", None) or {}).values()):
             p.terminate()
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.killed = True
+        if self.pools is not None:
+            self.pools.discard(self.pool)
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        """This run's jobs that have not started are cancelled and those running are waited for; an
+        own pool is ended, a shared one stays for the command's next run (``shared_pools``)."""
+        if self.pools is None or self.killed:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            return
+        for fut in self.pending:
+            fut.cancel()
+        wait(self.pending)
+        self.pending.clear()
 
 
 class RayExecutor:
@@ -194,6 +275,7 @@ class RayExecutor:
 
 
 def _ray_job(fn: JobFn, shared: tuple[Any, Any], tasks: tuple, args: tuple[Any, ...]) -> list[Any]:
+    _WORKER[0] = True  # a Ray worker may serve several runs of one driver too
     trace, counts = shared
     return fn(Job(trace, counts, tasks), *args)
 
@@ -206,4 +288,4 @@ def build(kind: str, fn: JobFn, args: tuple[Any, ...], *, workers: int, address:
         return RayExecutor(fn, args, workers, address)
     if kind == "local" or workers <= 1:
         return LocalExecutor(fn, args)
-    return ProcessExecutor(fn, args, workers)
+    return ProcessExecutor(fn, args, workers, _SHARED[-1] if _SHARED else None)

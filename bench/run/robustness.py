@@ -432,7 +432,7 @@ def _replay(run_dir: Path, info: dict[str, Any], name: str, strategies: Sequence
         if saved != pricing._EXTRA:
             pricing._EXTRA.clear()
             pricing._EXTRA.update(saved)
-            pricing._resolve.cache_clear()
+            pricing.changed()
 
 
 def reads_open_loop(objective: str | None) -> bool:

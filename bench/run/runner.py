@@ -29,7 +29,15 @@ from tqdm import tqdm
 
 import strategies
 from bench import __version__
-from bench.cost.pricing import RECORDED, UnknownModelError, add_prices, price_table, profile, profile_for
+from bench.cost.pricing import (
+    RECORDED,
+    UnknownModelError,
+    add_prices,
+    price_table,
+    profile,
+    profile_for,
+    use_prices,
+)
 from bench.replay.loop import BILLING_VERSION, ReplayConfig, replay, replay_with_twin
 from bench.replay.provider import adopt_shipped, shipped_counts
 from bench.replay.records import SCHEMA_VERSION, TaskResult
@@ -417,7 +425,14 @@ def long_lived_frozen() -> Iterator[None]:
 
 def run_job(job: executors.Job, config: RunConfig, window: int | None) -> list[TaskOutput]:
     """A worker's job: some tasks of one trace, each flattened for the store (metrics included);
-    ``window`` None (``--model recorded``) means the trace's own model's."""
+    ``window`` None (``--model recorded``) means the trace's own model's.
+
+    A pool worker first sets its prices to exactly the run's ``--prices`` (``use_prices``): one pool
+    serves every run of a command (bench.run.executors.shared_pools), and robustness's 1M-window replay
+    must leave no price behind for the next run's jobs. The rest a worker keeps between jobs is keyed
+    on the job's own objects (``_job_counter``, bench.cost.windows.session_windows) or is a pure memo."""
+    if executors.in_worker():
+        use_prices(config.prices)
     counter = _job_counter(job)
     model = _trace_profile(config, job.trace)
     if window is None:
