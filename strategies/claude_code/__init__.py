@@ -74,6 +74,7 @@ class ClaudeCode(Rules21):
     Version 6: the generations above; a failed auto-compaction is one that could not run (the
     breaker's count), a compaction that leaves the count over the threshold is a refill (the
     thrash check); attachments rebuilt from the current file contents, skills, todo list, plan.
+    Version 7: the reactive cut of the summarize request keeps its last API round whole (v2_1.py).
     """
 
     name = "claude-code"
@@ -81,7 +82,7 @@ class ClaudeCode(Rules21):
               "auto_compact_window": Range(0, MAX_PARAM, lo_open=True, hi_open=True)}
     """The override is a percent, as the environment variable takes it; the window a positive size."""
     citation = "Claude Code services/compact/autoCompact.ts, compact.ts, prompt.ts; CHANGELOG.md @5cfc0a19; spec §4.1"
-    version = 6
+    version = 7
 
     persist_pct: float | None = None
     microcompact_pct: float | None = None

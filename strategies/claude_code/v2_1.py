@@ -61,10 +61,14 @@ class Rules21(Rules20):
                        ) -> tuple[Sequence[Message], str]:
         """The reactive (L4) summarize request cut to fit the window with the summary's output room:
         whole API rounds (an answer and the results after it) dropped oldest first until the
-        overflow is covered. From 2.1.142 the cut is made before the first request, from the
+        overflow is covered, the last round always kept (Claude Code's ``truncateHeadForPTLRetry``,
+        services/compact/compact.ts in the 2026 source-map analyses: grouped by API round, at least one
+        group kept). From 2.1.142 the cut is made before the first request, from the
         overflow the API reported; before, a first request with everything overflowed and the
         retry dropped the oldest rounds (spec §4.1). An overflowed request is not billed and the
-        replay has no latency per request, so both leave the same summary; the event says which."""
+        replay has no latency per request, so both leave the same summary; the event says which.
+        Not modelled: the user marker it puts first when the kept part starts with an answer, and
+        the failed compaction when even the last round alone does not fit."""
         if not label.startswith("L4"):
             return history, ""
         meter = session.meter
@@ -73,13 +77,16 @@ class Rules21(Rules20):
         over = meter.overhead + sum(sizes) - budget
         if over <= 0:
             return history, ""
+        # API rounds: each starts at an assistant message and holds the results after it. The last round
+        # always stays (``truncateHeadForPTLRetry`` keeps at least one group): cutting into it sent its
+        # results without their calls, a request the API refuses.
+        starts = [i for i in range(1, len(history)) if history[i].role == "assistant"]
         start = dropped = 0
-        while start < len(history) - 1 and dropped < over:
-            end = start + 1
-            while end < len(history) - 1 and history[end].role != "assistant":
-                end += 1
-            dropped += sum(sizes[start:end])
-            start = end
+        for nxt in starts:
+            if dropped >= over:
+                break
+            dropped += sum(sizes[start:nxt])
+            start = nxt
         how = (f"request cut by the reported overflow ({over} tokens)" if self.reactive_fit
                else f"first request overflowed by {over} tokens, retried")
         return history[start:], f"; {how} without the {start} oldest messages"

@@ -175,6 +175,18 @@ def test_reactive_summarize_request_is_cut_to_fit(counter, variant, says):
     assert strat._summary_input(msgs, sess, "L3 auto-compact") == (msgs, "")
 
 
+@pytest.mark.parametrize("variant", ["claude-code", "claude-code:2.1.89"])
+def test_reactive_cut_keeps_the_last_round_whole(counter, variant):
+    """Over the window even without all its older rounds, the request keeps the last round whole (an
+    answer and its results: ``truncateHeadForPTLRetry`` keeps at least one group); cutting into it
+    sent the results without their calls."""
+    msgs = [Message.text_message("user", "start"), *step(0, "Bash", "z" * 4 * 1_000, command="c0"),
+            *step(1, "Bash", "z" * 4 * 250_000, command="c1")]
+    strat, sess = strategies.build(variant), session(counter)
+    sent, _ = strat._summary_input(msgs, sess, "L4 reactive compact")
+    assert list(sent) == msgs[-2:] and sent[0].role == "assistant" and sent[1].is_tool_result
+
+
 def compacted(counter, msgs: list[Message], variant: str = "claude-code"):
     ctx = Meter(counter, "chars/4").context([Message.text_message("system", "s"), *msgs,
                                               Message.text_message("user", "go on")])
