@@ -5,6 +5,7 @@ openai/codex @683f0a68 codex-rs/core/src/compact_remote.rs; routing @0100b103 co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -62,8 +63,10 @@ class RemoteCompaction:
         request, trimmed = history, 0
         size = ctx.tok(system) + sum(ctx.tok(m) for m in request)
         while len(request) > 1 and request[-1].is_tool_result and not session.model.fits(size, 0):
-            request, trimmed = without_calls(request[:-1], request[-1]), trimmed + 1
-            size = ctx.tok(system) + sum(ctx.tok(m) for m in request)
+            removed = request[-1]
+            request, freed = without_calls(request[:-1], removed, ctx.tok)
+            size -= ctx.tok(removed) + freed
+            trimmed += 1
         summary = session.summarize((system, *request), prompt=COMPACT_PROMPT,
                                     max_tokens=self.remote_item_tokens or session.model.max_output)
         kept = [k for m in history if (k := remote_kept(m, answers=self.remote_keeps_answers)) is not None]
@@ -83,21 +86,25 @@ class RemoteCompaction:
                                      summary_tokens=summary.output_tokens, detail=detail),))
 
 
-def without_calls(request: tuple[Message, ...], removed: Message) -> tuple[Message, ...]:
-    """``request`` without the calls whose outputs ``removed`` held: Codex's ``remove_last_item`` takes a
-    trimmed output's call out with it (``normalize::remove_corresponding_for``, openai/codex @a20bf059
-    codex-rs/core/src/context_manager/history.rs, ``remove_last_item``), so the compaction request never
-    carries a call without its output. A message left with no block goes too (each Codex call is an item
-    of its own; our assistant message only groups them)."""
+def without_calls(request: tuple[Message, ...], removed: Message, tok: Callable[[Message], int]
+                  ) -> tuple[tuple[Message, ...], int]:
+    """``request`` without the calls whose outputs ``removed`` held, and the tokens that frees (by ``tok``):
+    Codex's ``remove_last_item`` takes a trimmed output's call out with it (``normalize::remove_corresponding_for``,
+    openai/codex @a20bf059 codex-rs/core/src/context_manager/history.rs, ``remove_last_item``), so the
+    compaction request never carries a call without its output. A message left with no block goes too (each
+    Codex call is an item of its own; our assistant message only groups them). Only the messages holding
+    such a call are counted again."""
     gone = {r.tool_use_id for r in removed.tool_results}
     if not gone:
-        return request
-    out = []
+        return request, 0
+    out, freed = [], 0
     for m in request:
         if any(u.id in gone for u in m.tool_uses):
             blocks = tuple(b for b in m.blocks if not (isinstance(b, ToolUse) and b.id in gone))
+            freed += tok(m)
             if not blocks:
                 continue
             m = replace(m, blocks=blocks)
+            freed -= tok(m)
         out.append(m)
-    return tuple(out)
+    return tuple(out), freed
