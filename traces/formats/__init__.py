@@ -36,6 +36,7 @@ READERS: dict[str, str] = {
     "mini-swe-agent": "traces.formats.mini_swe_agent",
     "openhands": "traces.formats.openhands",
     "aider": "traces.formats.aider",
+    "goose": "traces.formats.goose",
     "chat": "traces.formats.chat",
 }
 """Format name → importer module, in sniffing order."""
