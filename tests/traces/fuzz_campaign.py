@@ -234,12 +234,24 @@ def _agent_session_seeds(fmt: str) -> Callable[[], list[Seed]]:
     return build
 
 
+def _goose_seeds() -> list[Seed]:
+    from tests.traces.test_goose import METADATA, session_messages, write_db
+
+    lines = "".join(json.dumps(r) + "\n" for r in [METADATA, *session_messages()]).encode()
+    seeds = [Seed("goose", "fixture:goose.jsonl", {"20251127_101500.jsonl": lines}, "20251127_101500.jsonl")]
+    with tempfile.TemporaryDirectory() as tmp:
+        db = write_db(Path(tmp) / "sessions.db")
+        seeds.append(Seed("goose", "fixture:sessions.db", {"sessions.db": db.read_bytes()}, "sessions.db"))
+    return seeds
+
+
 FIXTURES: dict[str, Callable[[], list[Seed]]] = {
     "native": _native_seed,
     "chat": _chat_seeds,
     "opencode": _opencode_seeds,
     "gemini-cli": _agent_session_seeds("gemini-cli"),
     "copilot-cli": _agent_session_seeds("copilot-cli"),
+    "goose": _goose_seeds,
 }
 """Our own seeds, for the formats ../shared/traces has no file of."""
 
@@ -403,13 +415,18 @@ def _mutate_bytes(data: bytes, family: str, rng: random.Random, huge: int) -> by
 
 
 def _mutate_db(path: Path, family: str, rng: random.Random, huge: int) -> None:
-    """An SQLite seed: byte families corrupt the file, the others one message or part row's JSON."""
+    """An SQLite seed: byte families corrupt the file, the others one message or part row's JSON (OpenCode's
+    ``message`` / ``part`` ``data``; goose's ``messages`` ``content_json`` or ``metadata_json``)."""
     if family in ("byte-flip", "truncate"):
         path.write_bytes(_mutate_text(path.read_bytes(), family, rng, huge))
         return
     with sqlite3.connect(path) as db:
-        table = rng.choice(("message", "part"))
-        rows = db.execute(f"select id, data from {table}").fetchall()  # noqa: S608 (our own table names)
+        tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
+        if "messages" in tables:  # goose
+            table, column = "messages", rng.choice(("content_json", "content_json", "metadata_json"))
+        else:
+            table, column = rng.choice(("message", "part")), "data"
+        rows = db.execute(f"select id, {column} from {table}").fetchall()  # noqa: S608 (our own table names)
         if not rows:
             return
         rid, data = rng.choice(rows)
@@ -417,14 +434,15 @@ def _mutate_db(path: Path, family: str, rng: random.Random, huge: int) -> None:
             if family == "delete-lines":
                 db.execute(f"delete from {table} where id = ?", (rid,))  # noqa: S608
             else:
-                db.execute(f"update {table} set id = ? where id = ?", ("x" * rng.choice((8, 300)), rid))  # noqa: S608
+                new_id: Any = rng.choice((8, 300)) * 1000 if table == "messages" else "x" * rng.choice((8, 300))
+                db.execute(f"update {table} set id = ? where id = ?", (new_id, rid))  # noqa: S608
             return
         new = _mutate_bytes(data.encode() if isinstance(data, str) else data, family, rng, huge)
         try:
             value: Any = new.decode("utf-8")
         except UnicodeDecodeError:
             value = new
-        db.execute(f"update {table} set data = ? where id = ?", (value, rid))  # noqa: S608
+        db.execute(f"update {table} set {column} = ? where id = ?", (value, rid))  # noqa: S608
 
 
 def write_variant(seed: Seed, family: str, rng: random.Random, folder: Path, huge: int) -> tuple[Path, list[Path]]:

@@ -12,7 +12,7 @@ import pytest
 from bench.cli.main import main
 from tests.traces.test_opencode import _db, _session, _storage
 from traces import native
-from traces.formats import claude_code, codex, detect, load
+from traces.formats import claude_code, codex, detect, goose, load
 from traces.formats._common import MAX_DEPTH, MAX_STRING, json_depth, loads
 from traces.model import TraceError
 
@@ -60,7 +60,7 @@ def test_nul_and_invalid_utf8_are_named_by_line(tmp_path):
         load([str(nul)])
 
 
-@pytest.mark.parametrize("module", [native, claude_code, codex])
+@pytest.mark.parametrize("module", [native, claude_code, codex, goose])
 def test_detectors_survive_a_first_line_nested_1000_deep(tmp_path, module):
     path = _write(tmp_path, "deep.jsonl", DEEP + "\n")
     assert isinstance(module.sniff_file(path, DEEP), str)  # declines, no RecursionError
@@ -144,6 +144,19 @@ def test_opencode_database_invalid_utf8_names_the_row(tmp_path):
         load([str(path)])
     result = load([str(path)], lenient=True)
     assert result.traces and any("repaired 1 invalid UTF-8" in n for n in result.notes)
+
+
+def test_goose_database_invalid_utf8_and_deep_metadata_name_the_row(tmp_path):
+    from tests.traces.test_goose import write_db
+
+    path = write_db(tmp_path / "sessions.db")
+    with sqlite3.connect(path) as db:
+        db.execute("update messages set content_json = ? where id = 2", (b'[{"type":"text","text":"a\xff"}]',))
+        db.execute("update messages set metadata_json = ? where id = 4", ('{"a":' * 200 + "1" + "}" * 200,))
+    with pytest.raises(TraceError, match=r"sessions\.db: messages row 2(:1)?: not UTF-8"):
+        load([str(path)])
+    result = load([str(path)], lenient=True)  # the bad byte repaired, the deep row skipped: both counted
+    assert result.skipped == 1 and any("repaired 1 invalid UTF-8" in n for n in result.notes)
 
 
 def test_opencode_storage_long_id_and_errors_name_the_file_at_fault(tmp_path):

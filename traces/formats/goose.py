@@ -372,9 +372,9 @@ def _convert(raws: list[_Raw], session: _Session, passed: Counter[str]) -> tuple
                 latest_user = m.text
             messages.append(Message("user", tuple(m.blocks), timestamp=m.created, id=m.mid, meta=meta))
             continue
-        model = get_str(m.inference, "resolvedModel", None) or get_str(m.inference, "requestedModel", None) \
+        model = _inferred(m.inference, "resolvedModel", passed) or _inferred(m.inference, "requestedModel", passed) \
             or session.model
-        provider = get_str(m.inference, "provider", None)
+        provider = _inferred(m.inference, "provider", passed)
         ameta: dict[str, Any] = {"model": model} if model else {}
         if provider:
             ameta["provider"] = provider
@@ -401,6 +401,15 @@ def _convert(raws: list[_Raw], session: _Session, passed: Counter[str]) -> tuple
     trace = Trace(session.id, tuple(out), AGENT, model, session.source, compactions=recorded, meta=meta)
     return trace, repair_notes(f"{session.source} ({session.id})" if session.source.endswith(".db")
                                else session.source, filled, orphans)
+
+
+def _inferred(inference: dict[str, Any], key: str, passed: Counter[str]) -> str | None:
+    """A string of ``metadata.inference``; another type is counted and left out (it only names the model)."""
+    value = inference.get(key)
+    if value is None or isinstance(value, str):
+        return value or None
+    passed[f"metadata.inference.{key} value(s) that are not text (left out)"] += 1
+    return None
 
 
 def _passed_note(where: str, passed: Counter[str]) -> list[str]:
@@ -518,9 +527,9 @@ def _model_config(value: Any, where: dict[str, Any]) -> tuple[str | None, int | 
     """(model name, context limit) from a session's ModelConfig (JSON text in the db, an object in an export)."""
     if isinstance(value, str) and value:
         try:
-            value = json.loads(value)
-        except ValueError:
-            return None, None
+            value = loads(value, path=where["path"])
+        except TraceError:
+            return None  # unreadable: the model comes from the messages, the window from the model, None
     if not isinstance(value, dict):
         return None, None
     window = get_int(value, "context_limit", None, **where)
@@ -597,12 +606,7 @@ def _db_raw(m: dict[str, Any], where: dict[str, Any], lenient: bool) -> _Raw:
     if not isinstance(content, list):
         raise TraceError(f"content_json is a {type(content).__name__}, not a list", path=place)
     meta_text = _db_text(m.get("metadata_json"), place, lenient)
-    meta: Any = {}
-    if meta_text:
-        try:
-            meta = json.loads(meta_text)
-        except ValueError:
-            meta = {}  # goose itself reads unreadable metadata as the default (both visible)
+    meta: Any = loads(meta_text, path=place, lenient=lenient) if meta_text else {}
     created = m.get("created_timestamp")
     mid = _db_text(m.get("message_id"), place, lenient)
     return _Raw(role, content, ts_seconds(created) if isinstance(created, (int, float)) else None,
