@@ -317,3 +317,21 @@ def test_run_replays_a_goose_session_end_to_end(tmp_path):
     assert results, proc.stdout[-2000:]
     text = results[0].read_text()
     assert "20251127_1" in text and "goose" in text
+
+
+def test_tool_pair_summary_is_flagged_and_its_pair_kept(tmp_path):
+    """summarize_tool_call: the pair made agent-invisible, an agent-only user summary appended after."""
+    msgs = [_msg("user", 1, [_text("list files")]),
+            _msg("assistant", 2, [_request("c1", "shell", {"command": "ls"})], HIDDEN),
+            _msg("user", 3, [{"type": "toolResponse", "id": "c1", "toolResult": {"status": "success", "value": {
+                "content": [_text("a.py\nb.py")]}}}], HIDDEN),
+            _msg("user", 3, [_text("A call to shell listed two files.")], AGENT_ONLY),
+            _msg("assistant", 4, [_text("Two files.")]),
+            _msg("user", 5, [_text("draft, never sent")], {"userVisible": True, "agentVisible": False})]
+    result = read_path(write_jsonl(tmp_path / "s.jsonl", msgs))
+    (trace,) = result.traces
+    assert [m.role for m in trace.messages] == ["user", "assistant", "user", "user", "assistant"]
+    assert trace.messages[3].meta["compaction"] is True and not trace.compactions
+    assert trace.messages[2].tool_results[0].content == "a.py\nb.py"
+    note = " ".join(result.notes)
+    assert "1 tool-pair summaries" in note and "1 message(s) never sent to the model" in note

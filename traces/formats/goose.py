@@ -44,10 +44,15 @@ compaction, a fresh copy of the latest text-only user message. Read here: that s
 with ``meta["summary"]`` and a RecordedCompaction where it sits (trigger auto / manual from the note);
 the note is not a model call (counted); the fresh copy carries ``meta["compaction"]``. The messages made
 agent-invisible before it stay in the trace: the recorded agent saw them before it compacted. An
-agent-invisible message after the last summary was never sent to the model: counted, not imported.
-Before that (desktop ~1.3-1.9, ``ContextManager`` in ui/desktop), a ``summarizationRequested`` marker
-message was followed by the summary (an assistant text) and a note "The previous message contains a
-summary…": read the same way, trigger "unrecorded" (the marker does not say).
+agent-invisible message with no agent-only message after it was never sent to the model: counted, not
+imported. ``summarize_tool_call`` (behind a feature flag, off at 0036b819) hides one tool call and
+response and appends an agent-only user summary of them: that summary carries ``meta["compaction"]``
+(goose's context management, not the user's words; replays leave it out as they do a summary).
+Before the visibility metadata, goose replaced the history (the desktop's ``ContextManager``, its tests in
+ui/desktop/src/components/context_management/__tests__/ContextManager.test.tsx): a ``summarizationRequested``
+marker message, then the summary (an assistant text), then a note "The previous message contains a
+summary…": read the same way (the summary as a user message), trigger "unrecorded" (the marker does not
+say). The history before it is gone from such a file, so the compaction is usually at message 0.
 
 Not recorded by goose, so not in the trace: the system prompt and tool definitions, per-call token
 usage (the ``messages.tokens`` column is never written by the code read; the session's last-call and
@@ -192,7 +197,17 @@ class _Msg:
 
     @property
     def text_only(self) -> bool:
-        return bool(self.blocks) and all(isinstance(b, Text) for b in self.blocks)
+        """Some text and no tool content (goose's ``has_text_only``; thinking or an image may sit beside it)."""
+        return any(isinstance(b, Text) for b in self.blocks) and not any(
+            isinstance(b, (ToolUse, ToolResult)) for b in self.blocks)
+
+    @property
+    def agent_only(self) -> bool:
+        return self.agent_visible and not self.user_visible
+
+    @property
+    def tools(self) -> bool:
+        return any(isinstance(b, (ToolUse, ToolResult)) for b in self.blocks)
 
 
 def _for_model(item: dict[str, Any]) -> bool:
@@ -317,7 +332,7 @@ def _compactions(msgs: list[_Msg]) -> dict[int, tuple[str, int | None]]:
     for i, m in enumerate(msgs):
         nxt = msgs[i + 1] if i + 1 < len(msgs) else None
         note = nxt is not None and nxt.role == "assistant" and nxt.text_only and nxt.text.startswith(CONTINUATION)
-        if m.role == "user" and m.agent_visible and not m.user_visible and m.text_only and note and nxt is not None:
+        if m.role == "user" and m.agent_only and m.text_only and note and nxt is not None:
             found[i] = ("manual" if MANUAL in nxt.text[:200] else "auto", i + 1)
         elif m.markers and i not in found:
             j = next((k for k in range(i + 1, len(msgs)) if msgs[k].blocks), None)
@@ -337,7 +352,10 @@ def _convert(raws: list[_Raw], session: _Session, passed: Counter[str]) -> tuple
         msgs.append(_convert_message(raw, passed))
     found = _compactions(msgs)
     notes_of = {j for _, j in found.values() if j is not None}
-    last_summary = max(found, default=-1)
+    # An agent-invisible message was sent, then hidden, when goose later wrote an agent-only message (a
+    # summary) after it; one with none after it was never sent to the model.
+    last_summary = max([*found, *(i for i, m in enumerate(msgs) if m.role == "user" and m.agent_only)], default=-1)
+    hidden_tools = False  # tool messages hidden since the last agent-only message: a tool-pair summary follows
     messages: list[Message] = []
     compactions: list[RecordedCompaction] = []
     models: Counter[str] = Counter()
@@ -354,10 +372,13 @@ def _convert(raws: list[_Raw], session: _Session, passed: Counter[str]) -> tuple
             compactions.append(RecordedCompaction(len(messages), trigger, None, m.text))
             messages.append(Message("user", (Text(m.text),), timestamp=m.created, id=m.mid, meta={"summary": True}))
             copy_of = latest_user if trigger != "manual" else None
+            hidden_tools = False
             continue
         if not m.agent_visible and i > last_summary:
-            passed["message(s) never sent to the model (agentVisible false after the last compaction)"] += 1
+            passed["message(s) never sent to the model (agentVisible false, no summary after them)"] += 1
             continue
+        if not m.agent_visible and m.tools:
+            hidden_tools = True
         if not m.blocks:
             passed["message(s) with no model content"] += 1
             continue
@@ -366,8 +387,13 @@ def _convert(raws: list[_Raw], session: _Session, passed: Counter[str]) -> tuple
             if copy_of is not None and m.text_only and m.text == copy_of and m.agent_visible:
                 meta = {"compaction": True}
                 copy_of = None
-            elif m.agent_visible and not m.user_visible:
+            elif m.agent_only and hidden_tools and m.text_only:  # summarize_tool_call's summary of a hidden pair
+                meta = {"compaction": True, "injected": True, "tool_pair_summary": True}
+                passed["tool-pair summaries (agent-only; the pair before it hidden)"] += 1
+                hidden_tools = False
+            elif m.agent_only:
                 meta = {"injected": True}
+                passed["agent-only user message(s) (imported, flagged injected)"] += 1
             if m.text_only and not meta:
                 latest_user = m.text
             messages.append(Message("user", tuple(m.blocks), timestamp=m.created, id=m.mid, meta=meta))
