@@ -100,6 +100,10 @@ GENERATIONS: tuple[Generation, ...] = (
     Generation("openhands", "openhands", (1,), None, "V1 SDK LLMSummarizingCondenser"),
     Generation("openhands", "openhands:v0", None, (1,), "V0 controller + LLMSummarizingCondenser"),
     Generation("goose", "goose", None, None, "block/goose context_mgmt/mod.rs"),
+    Generation("amp", "amp", None, None,
+               "closed source: threshold compaction (strategies/amp.py). A thread file records its client "
+               "version (a build timestamp, traces/formats/amp.py); which build replaced compaction by "
+               "Handoff is not known from a recorded thread, so every thread replays as compaction"),
     Generation("aider", "aider", None, None, "Aider-AI/aider history.py"),
     Generation("gemini-cli", "gemini-cli", None, None,
                "context/chatCompressionService.ts @5411f113 (session files record no CLI version; "

@@ -245,6 +245,13 @@ def _goose_seeds() -> list[Seed]:
     return seeds
 
 
+def _amp_seeds() -> list[Seed]:
+    from tests.traces.test_amp import TID, thread
+
+    return [Seed("amp", "fixture:amp-thread.json", {f"{TID}.json": json.dumps(thread(), indent=2).encode()},
+                 f"{TID}.json")]
+
+
 FIXTURES: dict[str, Callable[[], list[Seed]]] = {
     "native": _native_seed,
     "chat": _chat_seeds,
@@ -252,6 +259,7 @@ FIXTURES: dict[str, Callable[[], list[Seed]]] = {
     "gemini-cli": _agent_session_seeds("gemini-cli"),
     "copilot-cli": _agent_session_seeds("copilot-cli"),
     "goose": _goose_seeds,
+    "amp": _amp_seeds,
 }
 """Our own seeds, for the formats ../shared/traces has no file of."""
 

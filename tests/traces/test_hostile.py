@@ -12,7 +12,7 @@ import pytest
 from bench.cli.main import main
 from tests.traces.test_opencode import _db, _session, _storage
 from traces import native
-from traces.formats import claude_code, codex, detect, goose, load
+from traces.formats import amp, claude_code, codex, detect, goose, load
 from traces.formats._common import MAX_DEPTH, MAX_STRING, json_depth, loads
 from traces.model import TraceError
 
@@ -60,7 +60,7 @@ def test_nul_and_invalid_utf8_are_named_by_line(tmp_path):
         load([str(nul)])
 
 
-@pytest.mark.parametrize("module", [native, claude_code, codex, goose])
+@pytest.mark.parametrize("module", [native, claude_code, codex, goose, amp])
 def test_detectors_survive_a_first_line_nested_1000_deep(tmp_path, module):
     path = _write(tmp_path, "deep.jsonl", DEEP + "\n")
     assert isinstance(module.sniff_file(path, DEEP), str)  # declines, no RecursionError

@@ -37,6 +37,7 @@ READERS: dict[str, str] = {
     "openhands": "traces.formats.openhands",
     "aider": "traces.formats.aider",
     "goose": "traces.formats.goose",
+    "amp": "traces.formats.amp",
     "chat": "traces.formats.chat",
 }
 """Format name → importer module, in sniffing order."""
