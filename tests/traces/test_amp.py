@@ -29,23 +29,25 @@ def _usage(inp: int, out: int, read: int = 0, write: int = 0) -> dict[str, Any]:
 
 def thread() -> dict[str, Any]:
     """Two calls with tools, a summary (info message), a cancelled call, an unknown block type."""
+    image = {"type": "image", "source": {"type": "base64", "mediaType": "image/png", "data": "A" * 400}}
     msgs = [
-        {"role": "user", "messageId": 0, "content": [{"type": "text", "text": "fix calc.py"},
-                                                     {"type": "image", "source": {"type": "base64", "mediaType": "image/png",
-                                                                                  "data": "A" * 400}}],
+        {"role": "user", "messageId": 0, "content": [{"type": "text", "text": "fix calc.py"}, image],
          "meta": {"sentAt": 1767865803494}},
         {"role": "assistant", "messageId": 1, "content": [
             {"type": "thinking", "thinking": "look first", "signature": "s"},
             {"type": "tool_use", "id": "toolu_01", "name": "Read", "input": {"path": "calc.py"}}],
          "usage": _usage(1200, 40, 800, 100), "state": {"type": "complete", "stopReason": "tool_use"}},
         {"role": "user", "messageId": 2, "content": [
-            {"type": "tool_result", "toolUseID": "toolu_01", "run": {"status": "done", "result": "def add(a, b): return a - b"}}]},
+            {"type": "tool_result", "toolUseID": "toolu_01",
+             "run": {"status": "done", "result": "def add(a, b): return a - b"}}]},
         {"role": "assistant", "messageId": 3, "content": [
             {"type": "tool_use", "id": "toolu_02", "name": "Bash", "input": {"cmd": "pytest -q"}}],
          "usage": _usage(300, 30, 2000), "state": {"type": "complete", "stopReason": "tool_use"}},
         {"role": "user", "messageId": 4, "content": [
-            {"type": "tool_result", "toolUseID": "toolu_02", "run": {"status": "error", "error": {"message": "exit 1"}}}]},
-        {"role": "info", "messageId": 5, "content": [{"type": "summary", "summary": {"type": "message", "summary": SUMMARY}}]},
+            {"type": "tool_result", "toolUseID": "toolu_02",
+             "run": {"status": "error", "error": {"message": "exit 1"}}}]},
+        {"role": "info", "messageId": 5,
+         "content": [{"type": "summary", "summary": {"type": "message", "summary": SUMMARY}}]},
         {"role": "user", "messageId": 6, "content": [{"type": "text", "text": "run them again"},
                                                      {"type": "hologram", "x": 1}]},
         {"role": "assistant", "messageId": 7, "content": [
@@ -80,7 +82,8 @@ def test_thread_maps_messages_tools_usage_and_the_summary(tmp_path):
     assert [x.role for x in m] == ["user", "assistant", "user", "assistant", "user", "user", "user", "assistant",
                                    "user", "assistant"]
     assert m[0].blocks[1] == Image("image/png", 300) and m[0].timestamp == pytest.approx(1767865803.494)
-    assert isinstance(m[1].blocks[0], Thinking) and m[1].tool_uses[0] == ToolUse("toolu_01", "Read", {"path": "calc.py"})
+    assert isinstance(m[1].blocks[0], Thinking)
+    assert m[1].tool_uses[0] == ToolUse("toolu_01", "Read", {"path": "calc.py"})
     assert m[1].usage == Usage(1200, 40, 800, 100)  # inputTokens is the uncached part
     assert m[2].blocks == (ToolResult("toolu_01", "def add(a, b): return a - b"),)
     assert m[4].blocks == (ToolResult("toolu_02", "exit 1", True),)

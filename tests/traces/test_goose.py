@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from tests.traces._fuzz import only_trace_errors
-from traces.formats import detect, load, read_path
-from traces.formats import goose
+from traces.formats import detect, goose, load, read_path
 from traces.model import Image, Thinking, ToolResult, ToolUse, TraceError, recorded_calls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +56,8 @@ def session_messages() -> list[dict[str, Any]]:
         _msg("user", 1_700_000_000, [_text("Fix the failing test in calc.py")], HIDDEN, "m1"),
         _msg("assistant", 1_700_000_005, [
             {"type": "thinking", "thinking": "read it first", "signature": "sig"},
-            _text("Reading calc.py."), _request("t1", "developer__text_editor", {"command": "view", "path": "calc.py"})],
+            _text("Reading calc.py."),
+            _request("t1", "developer__text_editor", {"command": "view", "path": "calc.py"})],
             HIDDEN),
         _msg("user", 1_700_000_006, [{"type": "toolResponse", "id": "t1", "toolResult": {"status": "success", "value": {
             "content": [_text("def add(a, b):\n    return a - b\n", annotations={"audience": ["assistant"]}),
@@ -76,7 +76,8 @@ def session_messages() -> list[dict[str, Any]]:
         _msg("user", 1_700_000_041, [{"type": "toolResponse", "id": "t3",
                                       "toolResult": {"status": "success", "value": [_text("3 passed")]}}]),
         _msg("assistant", 1_700_000_045, [_text("All pass.")],
-             {"userVisible": True, "agentVisible": True, "inference": {**inference, "resolvedModel": "claude-sonnet-4-5-20250929"}}),
+             {"userVisible": True, "agentVisible": True,
+              "inference": {**inference, "resolvedModel": "claude-sonnet-4-5-20250929"}}),
         _msg("assistant", 1_700_000_046, [{"type": "systemNotification", "notificationType": "inlineMessage",
                                            "msg": "Context compacted"}], {"userVisible": True, "agentVisible": False}),
         _msg("user", 1_700_000_050, [{"type": "holographicPrompt", "hue": 7}, _text("thanks"),
@@ -198,6 +199,13 @@ def test_db_gives_one_trace_per_session_with_model_and_window(tmp_path):
     assert second.id == "20251127_2" and second.model == "gpt-4o" and second.meta["sidechain"] is True
     assert [m.text for m in second.messages] == ["hello", "Hi! How can I help?"]
     assert any("1 session(s) without messages: 20251127_3" in n for n in result.notes)
+
+
+def test_a_usage_ledger_table_is_named_as_not_read(tmp_path):
+    path = write_db(tmp_path / "sessions.db")
+    with sqlite3.connect(path) as db:
+        db.execute("create table usage_ledger (id integer primary key, session_id text, input_tokens integer)")
+    assert any("usage_ledger table" in n and "not read" in n for n in read_path(path).notes)
 
 
 def test_db_is_opened_read_only(tmp_path):

@@ -1,5 +1,6 @@
-"""Amp threads (ampcode.com, Sourcegraph): one JSON document per thread, ``~/.local/share/amp/threads/T-<uuid>.json``
-(``$XDG_DATA_HOME/amp/threads``; the VS Code extension's older copies under ``globalStorage/sourcegraph.amp/threads3/``).
+"""Amp threads (ampcode.com, Sourcegraph): one JSON document per thread,
+``~/.local/share/amp/threads/T-<uuid>.json`` (``$XDG_DATA_HOME/amp/threads``; the VS Code extension's older
+copies under ``globalStorage/sourcegraph.amp/threads3/``).
 
 Amp is closed source and documents no file format, so this reads the shape three independent public
 readers of these files agree on, not Amp's own code:
@@ -45,7 +46,19 @@ from typing import Any
 
 from traces.formats import ReadResult
 from traces.formats._common import finish, get_dict, get_int, get_list, get_str, read_json, repair_notes, ts_seconds
-from traces.model import Block, Image, Message, RecordedCompaction, Text, Thinking, ToolResult, ToolUse, Trace, TraceError, Usage
+from traces.model import (
+    Block,
+    Image,
+    Message,
+    RecordedCompaction,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    Trace,
+    TraceError,
+    Usage,
+)
 
 NAME = "amp"
 AGENT = "amp"

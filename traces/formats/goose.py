@@ -61,7 +61,9 @@ None: the current goose generation replays it), a compaction's token count befor
 Model: ``metadata.inference`` per answer when present (resolved, else requested model), else the
 session's ``model_config_json.model_name``; its ``context_limit`` (the window goose compacts against)
 is each answer's ``meta["context_window"]``. The ``threads`` / ``thread_messages`` tables (a UI thread
-over sessions) are not read: their sessions' messages are in ``messages``.
+over sessions) are not read: their sessions' messages are in ``messages``. Later goose versions are said
+(third-party readers, e.g. RandomCodeSpace/aiusage-core adapter/goose) to keep a ``usage_ledger`` table of
+per-call usage; it is not in the goose source read here, so it is not read (a note says it is there).
 """
 
 from __future__ import annotations
@@ -577,9 +579,15 @@ def _from_db(path: Path, lenient: bool) -> ReadResult:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         db.text_factory = bytes  # decoded by us, so a bad byte names its row
         try:
+            tables = {r[0].decode() if isinstance(r[0], bytes) else r[0]
+                      for r in db.execute("select name from sqlite_master where type='table'")}
+            if "usage_ledger" in tables:
+                result.notes.append(f"{path}: its usage_ledger table (per-call usage, in goose versions after the "
+                                    "source read here) is not read: calls import without usage")
             scols = [r[1].decode() if isinstance(r[1], bytes) else r[1]
                      for r in db.execute("pragma table_info(sessions)")]
-            mcols = {r[1].decode() if isinstance(r[1], bytes) else r[1] for r in db.execute("pragma table_info(messages)")}
+            mcols = {r[1].decode() if isinstance(r[1], bytes) else r[1]
+                     for r in db.execute("pragma table_info(messages)")}
             order = "created_at, id" if "created_at" in scols else "id"
             sessions = db.execute(f"select * from sessions order by {order}").fetchall()  # noqa: S608 (known columns)
             wanted = [c for c in ("id", "role", "content_json", "created_timestamp", "metadata_json", "message_id")
