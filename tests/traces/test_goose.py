@@ -208,14 +208,37 @@ def test_a_usage_ledger_table_is_named_as_not_read(tmp_path):
     assert any("usage_ledger table" in n and "not read" in n for n in read_path(path).notes)
 
 
-def test_db_is_opened_read_only(tmp_path):
+@pytest.mark.parametrize("wal", [False, True])
+def test_db_is_opened_read_only(tmp_path, wal):
+    """goose's sqlx pool keeps the database in WAL mode: reading it must not leave -wal / -shm files."""
     path = write_db(tmp_path / "sessions.db")
+    if wal:
+        with sqlite3.connect(path) as db:
+            assert db.execute("pragma journal_mode=wal").fetchone()[0] == "wal"
+        db.close()
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     stamp = path.stat().st_mtime_ns
     read_path(path)
     load([str(tmp_path)])
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before and path.stat().st_mtime_ns == stamp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sessions.db"]  # no -journal, -wal or -shm left
+
+
+def test_a_running_goose_s_uncheckpointed_rows_are_read_and_odd_paths_work(tmp_path):
+    folder = tmp_path / "odd ?#% name"
+    folder.mkdir()
+    path = write_db(folder / "sessions.db")
+    writer = sqlite3.connect(path)
+    try:
+        writer.execute("pragma journal_mode=wal")
+        writer.execute("insert into messages (session_id, role, content_json, created_timestamp) values (?,?,?,?)",
+                       ("20251127_2", "user", json.dumps([_text("one more")]), 1_700_100_003))
+        writer.commit()
+        assert (folder / "sessions.db-wal").exists()  # goose still has it open: the row is only in the WAL
+        (_, second) = read_path(path).traces
+        assert second.messages[-1].text == "one more"
+    finally:
+        writer.close()
 
 
 def test_folder_import_finds_sessions_db_and_jsonl(tmp_path):

@@ -11,6 +11,8 @@ import hashlib
 import json
 import math
 import re
+import sqlite3
+import urllib.parse
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -42,7 +44,7 @@ __all__ = [
     "anthropic_blocks", "check_trace",
     "checking", "decode", "embedded_json", "fill_missing_results", "finish", "first_json_line", "get_bool",
     "get_dict", "get_int", "get_list", "get_num", "get_str", "image_block", "iter_jsonl", "json_depth", "loads",
-    "read_bytes", "read_json", "result_text", "sniff_json", "too_deep", "ts_seconds",
+    "read_bytes", "read_json", "result_text", "sniff_json", "sqlite_read_only", "too_deep", "ts_seconds",
 ]
 
 
@@ -792,3 +794,20 @@ def iter_jsonl_joined(path: str | Path, lenient: bool, skips: Skips | None = Non
             continue
         for record in records:
             yield lineno, record
+
+
+def sqlite_read_only(path: str | Path) -> sqlite3.Connection:
+    """An SQLite file opened to read it, writing nothing in its folder.
+
+    Why not ``mode=ro`` alone: goose (sqlx) and OpenCode keep their databases in WAL mode, and a read-only
+    connection to a WAL database with no ``-wal`` file beside it creates ``-wal`` and ``-shm`` files next
+    to the user's database and leaves them there. With no ``-wal`` file the database file holds every
+    committed change, so it is opened ``immutable`` (no locks, no side files). While the agent runs (a
+    ``-wal`` file is there) it is opened ``mode=ro`` and reads the latest commits through that agent's
+    own WAL index. The path is quoted, so ``?``, ``#`` or ``%`` in it cannot change the URI.
+    """
+    p = Path(path).absolute()
+    uri = f"file:{urllib.parse.quote(str(p))}?mode=ro"
+    if not Path(f"{p}-wal").exists():
+        uri += "&immutable=1"
+    return sqlite3.connect(uri, uri=True)

@@ -71,6 +71,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,7 @@ from traces.formats._common import (
     loads,
     read_json,
     repair_notes,
+    sqlite_read_only,
     ts_seconds,
 )
 from traces.model import (
@@ -133,7 +135,7 @@ INVALID_CALL = "invalid_tool_call"
 
 def _goose_tables(path: Path) -> str | None:
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        with closing(sqlite_read_only(path)) as db:
             tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
             if not {"sessions", "messages"} <= tables:
                 return "SQLite without goose's sessions/messages tables"
@@ -576,7 +578,7 @@ def _from_db(path: Path, lenient: bool) -> ReadResult:
     result = ReadResult([])
     empty: list[str] = []
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db = sqlite_read_only(path)
         db.text_factory = bytes  # decoded by us, so a bad byte names its row
         try:
             tables = {r[0].decode() if isinstance(r[0], bytes) else r[0]

@@ -25,7 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from traces.formats import ReadResult
-from traces.formats._common import decode, finish, get_dict, get_int, get_list, get_str, loads, read_json, ts_seconds
+from traces.formats._common import (
+    decode,
+    finish,
+    get_dict,
+    get_int,
+    get_list,
+    get_str,
+    loads,
+    read_json,
+    sqlite_read_only,
+    ts_seconds,
+)
 from traces.model import (
     Block,
     Image,
@@ -59,7 +70,7 @@ SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 def sniff_file(path: Path, head: str) -> str | None:
     if head.startswith(SQLITE_MAGIC):
         try:
-            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            with sqlite_read_only(path) as db:
                 names = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
         except sqlite3.Error:
             return "SQLite file that cannot be opened"
@@ -221,7 +232,7 @@ def _row(path: Path, table: str, rid: Any, data: Any, lenient: bool) -> dict[str
 def _from_db(path: Path, lenient: bool) -> ReadResult:
     result = ReadResult([])
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db = sqlite_read_only(path)
         db.text_factory = bytes  # decoded by us, so a bad byte names its row
         with db:
             sessions = db.execute("select id from session order by id").fetchall()
