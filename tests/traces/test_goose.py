@@ -250,6 +250,20 @@ def test_folder_import_finds_sessions_db_and_jsonl(tmp_path):
     assert any("README.txt" in n for n in result.notes)
 
 
+def test_empty_sessions_and_stray_rows_are_noted_not_fatal(tmp_path):
+    """goose writes a session's metadata line (or row) before its first message."""
+    empty = write_jsonl(tmp_path / "empty.jsonl", [])
+    assert detect(empty) == "goose"
+    result = read_path(empty)
+    assert result.traces == [] and any("no user or assistant message" in n for n in result.notes)
+    path = write_db(tmp_path / "sessions.db")
+    with sqlite3.connect(path) as db:
+        db.execute("insert into messages (session_id, role, content_json, created_timestamp)"
+                   " values ('gone', 'user', '[]', 1)")
+    assert any("1 message row(s) of no session" in n for n in read_path(path).notes)
+    assert len(load([str(tmp_path)]).traces) == 2
+
+
 def test_consecutive_assistant_rows_are_one_call(tmp_path):
     msgs = [_msg("user", 1, [_text("hi")]), _msg("assistant", 2, [_text("Hel")]), _msg("assistant", 3, [_text("lo")])]
     result = read_path(write_jsonl(tmp_path / "s.jsonl", msgs))

@@ -508,8 +508,9 @@ def _finish_one(path: Path, raws: list[_Raw], session: _Session, skipped: int, l
         if not lenient:
             raise
         return ReadResult([], skipped + 1, [f"{path}: a goose session that could not be read, skipped"])
-    if not trace.messages and not lenient:
-        raise TraceError("no user or assistant message in a goose session", path=str(path))
+    if not trace.messages:  # goose writes a session file before its first message: common, not an error
+        return ReadResult([], skipped, notes + _passed_note(str(path), passed)
+                          + [f"{path}: a goose session with no user or assistant message: nothing to replay"])
     return ReadResult([trace], skipped, notes + _passed_note(str(path), passed))
 
 
@@ -577,6 +578,7 @@ def _db_text(value: Any, where: str, lenient: bool) -> str | None:
 def _from_db(path: Path, lenient: bool) -> ReadResult:
     result = ReadResult([])
     empty: list[str] = []
+    stray = 0
     try:
         db = sqlite_read_only(path)
         db.text_factory = bytes  # decoded by us, so a bad byte names its row
@@ -592,6 +594,8 @@ def _from_db(path: Path, lenient: bool) -> ReadResult:
                      for r in db.execute("pragma table_info(messages)")}
             order = "created_at, id" if "created_at" in scols else "id"
             sessions = db.execute(f"select * from sessions order by {order}").fetchall()  # noqa: S608 (known columns)
+            stray = db.execute("select count(*) from messages where session_id not in (select id from sessions)"
+                               ).fetchone()[0]
             wanted = [c for c in ("id", "role", "content_json", "created_timestamp", "metadata_json", "message_id")
                       if c in mcols]
             query = f"select {', '.join(wanted)} from messages where cast(session_id as blob)=? order by id"  # noqa: S608
@@ -627,8 +631,8 @@ def _from_db(path: Path, lenient: bool) -> ReadResult:
     if empty:
         result.notes.append(f"{path}: {len(empty)} session(s) without messages: "
                             + ", ".join(empty[:10]) + (" …" if len(empty) > 10 else ""))
-    if not result.traces and not lenient:
-        raise TraceError("no goose session with messages in the database", path=str(path))
+    if stray:
+        result.notes.append(f"{path}: {stray:,} message row(s) of no session in the sessions table, not read")
     return result
 
 
