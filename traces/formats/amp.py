@@ -71,7 +71,7 @@ def sniff_file(path: Path, head: str) -> str | None:
     text = head.lstrip("\ufeff \t\r\n")
     if not text.startswith("{"):
         return "not a JSON object"
-    if THREAD_ID.search(text) and '"messages"' in text and '"created"' in text:
+    if THREAD_ID.search(text) and ('"messages"' in text or '"created"' in text):
         return None
     return "no Amp thread ({id: 'T-…', created, messages})"
 
