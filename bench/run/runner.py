@@ -396,7 +396,7 @@ def _job_counter(job: executors.Job) -> TokenCounter:
     if _LAST_COUNTER and _LAST_COUNTER[0][0] is job.trace and _LAST_COUNTER[0][1] is job.counts:
         return _LAST_COUNTER[0][2]
     counter = shared_counter(job.trace, job.counts)
-    count_cache.attach_texts(counter, trace_hash(job.trace))
+    count_cache.attach_texts(counter, job.sha or trace_hash(job.trace))
     _LAST_COUNTER[:] = [(job.trace, job.counts, counter)]
     return counter
 
@@ -605,7 +605,7 @@ def plan_jobs(config: RunConfig, specs: list[strategies.StrategySpec], traces: I
                 todo.append((key, spec))
         planned.todo += len(todo)
         for i in range(0, len(todo), per_job):
-            yield executors.Job(trace, counts, tuple(todo[i:i + per_job]))
+            yield executors.Job(trace, counts, tuple(todo[i:i + per_job]), sha)
 
 
 def count_tasks(config: RunConfig, specs: list[strategies.StrategySpec], done: set[str]) -> int:
