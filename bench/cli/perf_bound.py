@@ -8,9 +8,9 @@ the rest of a run alone already is from it, so that the target is read against w
    loop, the probes and the open-loop twin; the robustness replays' tasks too) and the agent calls those
    replays made counted; what is left of the child's CPU is the rest of the run: imports, reading and
    counting the traces, each task's metrics row, the verdicts, the store and the exports.
-2. ``none`` replayed over the same corpus in this process (the traces' counts warm, least of three):
-   it only sends (the provider view, the cache split, the call's record), which every strategy's call
-   also does.
+2. ``none`` replayed over the same corpus in this process (each trace's counts and shared state warm,
+   least of three): it only sends (the provider view, the cache split, the call's record), which every
+   strategy's call also does.
 3. The bound: the rest of the run plus every replayed call at ``none``'s cost, over the floor. A
    strategy cannot cost less a call than sending it does, so no work on the strategies' hooks, the
    probes or the twins alone brings the bench under this figure.
@@ -60,7 +60,9 @@ def _child(out: str, seeds: int) -> None:
 
 
 def _none_per_call(seeds: int) -> tuple[float, int]:
-    """CPU seconds a call of ``none`` takes over the bench corpus (counts warm), least of three, and its calls."""
+    """CPU seconds a call of ``none`` takes over the bench corpus and its calls: each trace replayed as
+    ``run_task`` replays it under the bench's defaults, once untimed (the trace's counts and the state its
+    replays share, kept for one trace at a time, are built) and then three times, the least kept."""
     import strategies
     from bench.cli.perf import corpus
     from bench.cost.pricing import profile_for
@@ -69,27 +71,22 @@ def _none_per_call(seeds: int) -> tuple[float, int]:
     from bench.tokens.counter import TokenCounter
 
     run = RunConfig()
-    counters, configs = [], []
-    traces = corpus(seeds)
-    for trace in traces:  # each trace as run_task replays it under the bench's defaults
+    used, calls = 0.0, 0
+    for trace in corpus(seeds):
         config = ReplayConfig(profile_for(run.model, trace.model), None, run.seconds_per_call, run.cache_ttl,
                               recorded_models=run.model == RECORDED, open_loop=run.open_loop)
-        configs.append(config)
         counter = TokenCounter()
         counter.counts(trace.messages)
         replay(trace, strategies.build("none"), config, counter=counter)  # shared state built, untimed
-        counters.append(counter)
-    best, calls = float("inf"), 0
-    for _ in range(3):
-        used, calls = 0.0, 0
-        for trace, counter, config in zip(traces, counters, configs, strict=True):
+        least = float("inf")
+        for _ in range(3):
             with long_lived_frozen():
                 start = time.process_time()
                 done = replay(trace, strategies.build("none"), config, counter=counter)
-                used += time.process_time() - start
-            calls += len(done.calls)
-        best = min(best, used)
-    return best / max(calls, 1), calls
+                least = min(least, time.process_time() - start)
+        used += least
+        calls += len(done.calls)
+    return used / max(calls, 1), calls
 
 
 def bound(floor: float, seeds: int, child: Callable[[list[str]], tuple[float, float, Any]]) -> None:
