@@ -124,7 +124,7 @@ def corpus(seeds: int) -> list[Trace]:
     return [generated(s, seed) for s in DEFAULT_BENCH for seed in range(seeds)]
 
 
-def floor_vs_bench(seeds: int, run_bench: bool) -> None:
+def floor_vs_bench(seeds: int, run_bench: bool, bound: bool = False) -> None:
     from traces.cache import cache_root, generator_version
 
     root = cache_root()
@@ -142,8 +142,12 @@ def floor_vs_bench(seeds: int, run_bench: bool) -> None:
     floor = cpu(tokenize)
     print(f"1. floor: {len(traces)} traces ({seeds} seed{'s' if seeds > 1 else ''} of each default scenario), "
           f"{tokens:,} cl100k tokens tokenized once in {floor:.2f} s CPU (one thread)")
+    if bound:
+        from bench.cli.perf_bound import bound as least
+
+        least(floor, seeds, _child)
     if not run_bench:
-        print("   bench: skipped (--no-bench)")
+        print("   bench: skipped (--no-bench)" if not bound else "   (--bound: the bench's parts are not measured)")
         return
     kept = _kept_counts(traces, tokenizer.name)
     with tempfile.TemporaryDirectory(prefix="perf-") as out:
@@ -459,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
                         "the 3M-token replays of measurement 2 take")
     p.add_argument("--per-strategy", action="store_true",
                    help="only the CPU per agent call of each strategy over the bench corpus (a minute)")
+    p.add_argument("--bound", action="store_true",
+                   help="only the floor and the least the bench could cost with every call at what `none` costs "
+                        "(bench/cli/perf_bound.py; a minute)")
     args = p.parse_args(argv)
 
     config = ReplayConfig(profile(args.model))
@@ -469,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"replay checks: {_native.status} (COMPACTION_BENCH_PURE=1: pure Python)\n")  # the bench's subprocess too
     if args.per_strategy:
         per_strategy(names, args.seeds, config)
+        return 0
+    if args.bound:
+        floor_vs_bench(args.seeds, False, bound=True)
         return 0
     floor_vs_bench(args.seeds, not args.no_bench)
     if args.quick:

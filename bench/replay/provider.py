@@ -162,4 +162,4 @@ def adopt_shipped(counter: TokenCounter, trace: Trace, counts: Attribution | lis
     if isinstance(counts, Attribution):
         counter.adopt_attribution(trace, counts)
     else:
-        counter.adopt(trace.messages, counts)
+        counter.adopt(trace.messages, counts, hold=True)  # the trace's own: held as long as it lives

@@ -38,6 +38,9 @@ class Job:
     trace: Any
     counts: Any
     tasks: tuple[tuple[str, Any], ...]
+    sha: str = ""
+    """The trace's content hash when the planner has it (bench.run.sources.trace_hash, 14 ms for a trace of
+    the seeds-1 bench): a worker would otherwise hash the trace again for every job to find its kept counts."""
 
 
 Save = Callable[[list[Any]], None]
@@ -134,7 +137,7 @@ class LocalExecutor:
     def results(self, jobs: Iterable[Job]) -> Iterator[list[Any]]:
         for job in jobs:
             for task in job.tasks:  # one task at a time: each is saved as soon as it finishes
-                yield self.fn(Job(job.trace, job.counts, (task,)), *self.args)
+                yield self.fn(Job(job.trace, job.counts, (task,), job.sha), *self.args)
 
     def interrupt(self, save: Save) -> None:
         """Nothing runs in the background."""
@@ -234,7 +237,7 @@ class RayExecutor:
         fn, args = ray.put(self.fn), ray.put(self.args)
         for job in jobs:
             if shared is None or shared[0] != id(job.trace):
-                shared = (id(job.trace), ray.put((job.trace, job.counts)))
+                shared = (id(job.trace), ray.put((job.trace, job.counts, job.sha)))
             self.pending.append(self.remote.remote(fn, shared[1], job.tasks, args))
             while len(self.pending) >= self.limit:
                 yield from self._collect()
@@ -276,8 +279,8 @@ class RayExecutor:
 
 def _ray_job(fn: JobFn, shared: tuple[Any, Any], tasks: tuple, args: tuple[Any, ...]) -> list[Any]:
     _WORKER[0] = True  # a Ray worker may serve several runs of one driver too
-    trace, counts = shared
-    return fn(Job(trace, counts, tasks), *args)
+    trace, counts, sha = shared
+    return fn(Job(trace, counts, tasks, sha), *args)
 
 
 def build(kind: str, fn: JobFn, args: tuple[Any, ...], *, workers: int, address: str | None = None):

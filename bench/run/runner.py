@@ -396,7 +396,7 @@ def _job_counter(job: executors.Job) -> TokenCounter:
     if _LAST_COUNTER and _LAST_COUNTER[0][0] is job.trace and _LAST_COUNTER[0][1] is job.counts:
         return _LAST_COUNTER[0][2]
     counter = shared_counter(job.trace, job.counts)
-    count_cache.attach_texts(counter, trace_hash(job.trace))
+    count_cache.attach_texts(counter, job.sha or trace_hash(job.trace))
     _LAST_COUNTER[:] = [(job.trace, job.counts, counter)]
     return counter
 
@@ -414,11 +414,23 @@ def long_lived_frozen() -> Iterator[None]:
     not of the frozen heap). Without it, that garbage was frozen again by the next job's block and
     never collected: a worker grew by ~0.6 MB per short trace, to 4.4 GB over a 10,000-session run
     (tests/bench/test_job_memory.py).
+
+    The collector does not run on its own inside the block (``gc.disable``), only that one collection at
+    its end. A replay's objects are freed by their reference counts; what the collector's own runs did
+    during a job was mostly to scan, again and again, the contexts, records and memos the replay was
+    still using: ~10% of a seeds-1 bench's CPU (2.25 of 21.3 s, timed with ``gc.callbacks``).
+    The cyclic garbage a replay leaves is small and is collected at the block's end: at 1M tokens
+    9,000–26,000 objects, with a peak (tracemalloc) no higher than with the collector running
+    (tests/bench/test_job_memory.py checks both the collection and that the collector is back on).
     """
+    was = gc.isenabled()
     gc.freeze()
+    gc.disable()
     try:
         yield
     finally:
+        if was:
+            gc.enable()
         gc.collect()  # only what the block made: the frozen objects are not scanned
         gc.unfreeze()
 
@@ -605,7 +617,7 @@ def plan_jobs(config: RunConfig, specs: list[strategies.StrategySpec], traces: I
                 todo.append((key, spec))
         planned.todo += len(todo)
         for i in range(0, len(todo), per_job):
-            yield executors.Job(trace, counts, tuple(todo[i:i + per_job]))
+            yield executors.Job(trace, counts, tuple(todo[i:i + per_job]), sha)
 
 
 def count_tasks(config: RunConfig, specs: list[strategies.StrategySpec], done: set[str]) -> int:

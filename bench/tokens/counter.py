@@ -202,10 +202,22 @@ class TokenCounter:
         other._attributions = dict(self._attributions)
         return other
 
-    def adopt(self, messages: Sequence[Message], counts: Sequence[int]) -> None:
+    def adopt(self, messages: Sequence[Message], counts: Sequence[int], *, hold: bool = False) -> None:
         """Take counts computed elsewhere (``counts``) for these message objects, kept while each
-        lives (a strategy adopts the count of every cut it makes: gemini-cli, 51K at 3M tokens)."""
+        lives (a strategy adopts the count of every cut it makes: gemini-cli, 51K at 3M tokens).
+
+        ``hold``: the messages are a trace's own, which live as long as the trace and so as its counter;
+        they are held as ``prime`` holds them, not weakly. The counts are the same; what changes is the
+        cost: a weak entry took a closure and a weak reference per message and memo (a worker's counter
+        for a trace of the seeds-1 bench took ~40 ms to build, 18 of them a run) and every look-up of a
+        recorded message's count (2.7M a bench) called the reference twice to check it."""
         truth, by_blocks, given = self._truth, self._by_blocks, self._given
+        if hold:
+            for m, n in zip(messages, counts, strict=True):
+                truth[id(m)] = (m, n)
+                by_blocks[id(m.blocks)] = (m, None)
+                given[id(m)] = (m, None)
+            return
         for m, n in zip(messages, counts, strict=True):
             remember(truth, id(m), m, n)
             remember(by_blocks, id(m.blocks), m, None)
@@ -217,7 +229,7 @@ class TokenCounter:
         The replay of that trace then sends the attribution's overhead with every request and, for
         providers that drop earlier reasoning, counts such answers at their ``persistent`` size.
         """
-        self.adopt(trace.messages, attribution.counts)
+        self.adopt(trace.messages, attribution.counts, hold=True)
         self._attributions[trace.id] = attribution
 
     def attribution(self, trace_id: str) -> Any:

@@ -20,3 +20,25 @@ def test_jobs_of_one_trace_share_a_counter_and_another_trace_gets_its_own():
     other = _job_counter(Job(b, counts_b, ()))
     assert other is not first and other.truth(b.messages[0]) == counts_b[0]
     assert _job_counter(Job(a, counts_a, ())) is not first  # one slot: the earlier trace's counter is gone
+
+
+def test_a_job_carrying_its_traces_hash_is_not_hashed_again(monkeypatch):
+    """The planner hashes each trace once and the job carries the hash: a worker used to hash the trace
+    again for every job, only to find the counts kept for it (14 ms a trace of the seeds-1 bench)."""
+    import bench.run.runner as runner
+    from bench.run.executors import LocalExecutor
+    from bench.run.sources import trace_hash
+
+    a = generate("short", 2)
+    counts = shipped_counts(a, TokenCounter(), model="claude-sonnet-4-5", truth="cl100k")
+    sha = trace_hash(a)
+    attached = []
+    monkeypatch.setattr(runner, "trace_hash", lambda t: (_ for _ in ()).throw(AssertionError("hashed again")))
+    monkeypatch.setattr(runner.count_cache, "attach_texts", lambda counter, key: attached.append(key))
+    runner._LAST_COUNTER.clear()
+    _job_counter(Job(a, counts, (), sha))
+    assert attached == [sha]
+    # the local executor splits a job per task and keeps the hash on each part
+    seen = list(LocalExecutor(lambda job: [job.sha], ()).results([Job(a, counts, (("k1", None), ("k2", None)), sha)]))
+    assert seen == [[sha], [sha]]
+    runner._LAST_COUNTER.clear()

@@ -154,3 +154,27 @@ def test_floor_vs_bench_says_what_the_count_cache_held(monkeypatch, capsys, tmp_
     assert "kept for 1 of 2 traces (partly warm), written-text counts for 1 of 2 (partly warm" in said()
     monkeypatch.setenv("COMPACTION_BENCH_CACHE", "off")
     assert "off (COMPACTION_BENCH_CACHE=off" in said()
+
+
+def test_bound_is_the_rest_of_the_run_plus_every_call_at_what_none_costs(monkeypatch, capsys):
+    """``--bound``: the child's CPU less its replays is the rest of the run; every replayed call at `none`'s
+    cost is added to it, over the floor (figures stood in for, so the arithmetic is what is checked)."""
+    import json
+    import subprocess
+
+    from bench.cli import perf_bound
+
+    figures = {"replays": 12.0, "tasks": 342, "calls": 100_000, "total": 17.0}
+
+    def child(argv):
+        assert "--child" in argv
+        return 17.0, 17.0, subprocess.CompletedProcess(argv, 0, "noise\n" + perf_bound.MARK + json.dumps(figures), "")
+
+    monkeypatch.setattr(perf_bound, "_none_per_call", lambda seeds: (20e-6, 1_637))
+    perf_bound.bound(0.5, 1, child)
+    out = capsys.readouterr().out
+    assert "the rest of the run" in out and "5.00 s = 10.0x the floor" in out  # 17 - 12
+    assert "7.00 s = 14.0x the floor (target 6x)" in out  # 5 + 100,000 x 20 us
+    monkeypatch.setattr(perf_bound, "_none_per_call", lambda seeds: (_ for _ in ()).throw(AssertionError("ran")))
+    perf_bound.bound(0.5, 1, lambda argv: (1.0, 1.0, subprocess.CompletedProcess(argv, 3, "", "boom")))
+    assert "the bench failed (exit 3): boom" in capsys.readouterr().out
