@@ -9,7 +9,7 @@ from pathlib import Path
 from bench.cli.main import main
 from bench.run import sources
 from traces import native
-from traces.formats import load
+from traces.formats import READERS, load
 from traces.model import Message, Trace
 
 
@@ -27,8 +27,8 @@ def test_a_folder_import_lists_every_skipped_file_by_relative_path_and_reason(tm
     folder = _folder(tmp_path / "in")
     result = load([str(folder)])
     assert [t.id for t in result.traces] == ["only"]
-    assert result.details == [f"{folder}: docs/README.md: no known format (tried 12 importers)",
-                              f"{folder}: sessions/blob.bin: binary file: no known format (tried 12 importers)"]
+    assert result.details == [f"{folder}: docs/README.md: no known format (tried {len(READERS)} importers)",
+                              f"{folder}: sessions/blob.bin: binary file: no known format (tried {len(READERS)} importers)"]
     assert result.notes == [f"{folder}: passed over 2 files in no known format: docs/README.md, sessions/blob.bin"]
 
 

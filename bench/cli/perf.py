@@ -145,7 +145,7 @@ def floor_vs_bench(seeds: int, run_bench: bool, bound: bool = False) -> None:
     if bound:
         from bench.cli.perf_bound import bound as least
 
-        least(floor, seeds, _child)
+        least(floor, traces, seeds, _child)
     if not run_bench:
         print("   bench: skipped (--no-bench)" if not bound else "   (--bound: the bench's parts are not measured)")
         return

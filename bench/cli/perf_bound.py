@@ -59,12 +59,11 @@ def _child(out: str, seeds: int) -> None:
     print(MARK + json.dumps(spent))
 
 
-def _none_per_call(seeds: int) -> tuple[float, int]:
+def _none_per_call(traces: list[Any]) -> tuple[float, int]:
     """CPU seconds a call of ``none`` takes over the bench corpus and its calls: each trace replayed as
     ``run_task`` replays it under the bench's defaults, once untimed (the trace's counts and the state its
     replays share, kept for one trace at a time, are built) and then three times, the least kept."""
     import strategies
-    from bench.cli.perf import corpus
     from bench.cost.pricing import profile_for
     from bench.replay.loop import ReplayConfig, replay
     from bench.run.runner import RECORDED, RunConfig, long_lived_frozen
@@ -72,7 +71,7 @@ def _none_per_call(seeds: int) -> tuple[float, int]:
 
     run = RunConfig()
     used, calls = 0.0, 0
-    for trace in corpus(seeds):
+    for trace in traces:
         config = ReplayConfig(profile_for(run.model, trace.model), None, run.seconds_per_call, run.cache_ttl,
                               recorded_models=run.model == RECORDED, open_loop=run.open_loop)
         counter = TokenCounter()
@@ -89,9 +88,9 @@ def _none_per_call(seeds: int) -> tuple[float, int]:
     return used / max(calls, 1), calls
 
 
-def bound(floor: float, seeds: int, child: Callable[[list[str]], tuple[float, float, Any]]) -> None:
-    """Print the bound (measurement 1 of ``--bound``), against ``floor`` CPU seconds; ``child`` runs a command
-    and returns (CPU, wall, the finished process), as bench.cli.perf._child does."""
+def bound(floor: float, traces: list[Any], seeds: int, child: Callable[[list[str]], tuple[float, float, Any]]) -> None:
+    """Print the bound against ``floor``, the CPU seconds of tokenizing ``traces`` (the bench corpus of ``seeds``)
+    once; ``child`` runs a command and returns (CPU, wall, the finished process), as bench.cli.perf._child does."""
     with tempfile.TemporaryDirectory(prefix="perf-bound-") as out:
         _, _, done = child([sys.executable, "-m", "bench.cli.perf_bound", "--child", out, str(seeds)])
     lines = [line for line in done.stdout.splitlines() if line.startswith(MARK)]
@@ -99,7 +98,7 @@ def bound(floor: float, seeds: int, child: Callable[[list[str]], tuple[float, fl
         print(f"   bound: the bench failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
         return
     spent = json.loads(lines[-1][len(MARK):])
-    per_call, none_calls = _none_per_call(seeds)
+    per_call, none_calls = _none_per_call(traces)
     rest = spent["total"] - spent["replays"]
     least = rest + spent["calls"] * per_call
     print(f"   bound: the bench in one process ({spent['total']:.1f} s CPU): the replays of its {spent['tasks']:,} "

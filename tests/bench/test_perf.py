@@ -170,11 +170,11 @@ def test_bound_is_the_rest_of_the_run_plus_every_call_at_what_none_costs(monkeyp
         assert "--child" in argv
         return 17.0, 17.0, subprocess.CompletedProcess(argv, 0, "noise\n" + perf_bound.MARK + json.dumps(figures), "")
 
-    monkeypatch.setattr(perf_bound, "_none_per_call", lambda seeds: (20e-6, 1_637))
-    perf_bound.bound(0.5, 1, child)
+    monkeypatch.setattr(perf_bound, "_none_per_call", lambda traces: (20e-6, 1_637))
+    perf_bound.bound(0.5, [], 1, child)
     out = capsys.readouterr().out
     assert "the rest of the run" in out and "5.00 s = 10.0x the floor" in out  # 17 - 12
     assert "7.00 s = 14.0x the floor (target 6x)" in out  # 5 + 100,000 x 20 us
-    monkeypatch.setattr(perf_bound, "_none_per_call", lambda seeds: (_ for _ in ()).throw(AssertionError("ran")))
-    perf_bound.bound(0.5, 1, lambda argv: (1.0, 1.0, subprocess.CompletedProcess(argv, 3, "", "boom")))
+    monkeypatch.setattr(perf_bound, "_none_per_call", lambda traces: (_ for _ in ()).throw(AssertionError("ran")))
+    perf_bound.bound(0.5, [], 1, lambda argv: (1.0, 1.0, subprocess.CompletedProcess(argv, 3, "", "boom")))
     assert "the bench failed (exit 3): boom" in capsys.readouterr().out
