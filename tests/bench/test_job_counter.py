@@ -42,3 +42,23 @@ def test_a_job_carrying_its_traces_hash_is_not_hashed_again(monkeypatch):
     seen = list(LocalExecutor(lambda job: [job.sha], ()).results([Job(a, counts, (("k1", None), ("k2", None)), sha)]))
     assert seen == [[sha], [sha]]
     runner._LAST_COUNTER.clear()
+
+
+def test_a_traces_own_messages_are_held_not_weakly():
+    """A worker's counter holds the trace's messages as ``prime`` does (they live as long as the trace): a weak
+    entry per message and memo made the counter ~10x slower to build and every look-up call two weak references.
+    The counts are the same either way; a copy made afterwards (messages_only) keeps the strong entries."""
+    import weakref
+
+    a = generate("short", 3)
+    counts = shipped_counts(a, TokenCounter(), model="claude-sonnet-4-5", truth="cl100k")
+    counter = _job_counter(Job(a, counts, ()))
+    for memo in (counter._truth, counter._given):
+        held = [memo[id(m)][0] for m in a.messages]
+        assert all(h is m for h, m in zip(held, a.messages, strict=True)), "held weakly"
+    assert all(counter.truth(m) == n for m, n in zip(a.messages, getattr(counts, "counts", counts), strict=True))
+    copy = counter.messages_only()
+    assert not any(isinstance(copy._truth[id(m)][0], weakref.ref) for m in a.messages)
+    cut = a.messages[0].__class__(a.messages[0].role, a.messages[0].blocks)
+    counter.adopt([cut], [7])  # a strategy's own cut stays weak: it must not outlive its replay
+    assert isinstance(counter._truth[id(cut)][0], weakref.ref)
