@@ -140,7 +140,7 @@ def _goose_tables(path: Path) -> str | None:
             if not {"sessions", "messages"} <= tables:
                 return "SQLite without goose's sessions/messages tables"
             columns = {r[1] for r in db.execute("pragma table_info(messages)")}
-    except sqlite3.Error:
+    except (sqlite3.Error, UnicodeDecodeError):  # a damaged schema's names are decoded by sqlite3
         return "SQLite file that cannot be opened"
     return None if {"session_id", "role", "content_json"} <= columns else "SQLite messages table not goose's"
 
@@ -626,7 +626,7 @@ def _from_db(path: Path, lenient: bool) -> ReadResult:
                 result.notes += [n.replace(f"{path}:", f"{path} ({sid}):", 1) for n in part.notes]
         finally:
             db.close()
-    except sqlite3.Error as e:
+    except (sqlite3.Error, UnicodeDecodeError) as e:  # a damaged schema: names sqlite3 decodes itself
         raise TraceError(f"cannot read goose database: {e}", path=str(path)) from None
     if empty:
         result.notes.append(f"{path}: {len(empty)} session(s) without messages: "

@@ -72,7 +72,7 @@ def sniff_file(path: Path, head: str) -> str | None:
         try:
             with sqlite_read_only(path) as db:
                 names = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
-        except sqlite3.Error:
+        except (sqlite3.Error, UnicodeDecodeError):  # a damaged schema's names are decoded by sqlite3
             return "SQLite file that cannot be opened"
         return None if {"session", "message", "part"} <= names else "SQLite without session/message/part tables"
     start = head.lstrip()[:2000]
@@ -256,7 +256,7 @@ def _from_db(path: Path, lenient: bool) -> ReadResult:
                 result.traces.append(trace)
                 result.notes += notes
         db.close()
-    except sqlite3.Error as e:
+    except (sqlite3.Error, UnicodeDecodeError) as e:  # a damaged schema: names sqlite3 decodes itself
         raise TraceError(f"cannot read OpenCode database: {e}", path=str(path)) from None
     return result
 
