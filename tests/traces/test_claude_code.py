@@ -391,3 +391,20 @@ def test_microcompact_boundary_is_imported_as_the_ids_cleared_before_the_next_ca
     assert marked == [("user", ("t1",))]
     assert trace.meta["passed_over"] == {"system:microcompact_boundary (no tool ids)": 1}
     path.unlink()
+
+
+@pytest.mark.parametrize("sid", ["x" * 5_000, "../outside", "a/b", ".."])
+def test_a_session_id_that_cannot_name_a_folder_is_not_looked_up_as_one(tmp_path, sid):
+    """The recorded summarizer calls sit in ``<sessionId>/subagents`` beside the file; the id comes from the file.
+    A 5,000-character id made the file system refuse the path (OSError: a crash found by `make fuzz`,
+    claude-code #726 at seed 0), and an id with a separator must not lead the importer out of the folder."""
+    outside = tmp_path / "outside" / "subagents"
+    outside.mkdir(parents=True)
+    (outside / "agent-acompact-1.jsonl").write_text("not json\n", encoding="utf-8")
+    folder = tmp_path / "project"
+    folder.mkdir()
+    path = folder / "session.jsonl"
+    path.write_text("\n".join(json.dumps({**r, "sessionId": sid}) for r in SAMPLE) + "\n", encoding="utf-8")
+    result = claude_code.read_file(path)
+    assert len(result.traces) == 1 and not any("compaction call" in n for n in result.notes)
+    assert claude_code._compaction_calls_beside(path, sid) == []

@@ -309,6 +309,23 @@ def _attachment_text(att: dict[str, Any]) -> tuple[str | None, bool]:
 
 # --- the 1M window -----------------------------------------------------------------------------
 
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+"""A session id that can name the folder beside its file (Claude Code's are UUIDs): one path component, short."""
+
+
+def _compaction_calls_beside(path: Path, sid: str) -> list[Path]:
+    """The recorded summarizer calls of session ``sid`` beside ``path`` (``<sid>/subagents/agent-acompact-*``).
+    The id comes from the file: one that cannot be a folder name (a path, a 100,000-character string found
+    by `make fuzz`, which the file system refused with an OSError) has no such folder, and an unreadable
+    folder has none that can be read."""
+    if not _FOLDER_NAME.fullmatch(sid):
+        return []
+    try:
+        return sorted((path.parent / sid / "subagents").glob("agent-acompact-*.jsonl"))
+    except OSError:
+        return []
+
+
 _MODEL_1M = re.compile(r"\b(claude-[\w.\-]+|opus|sonnet|haiku|opusplan|fable)\[1m\]", re.I)
 _SET_MODEL = re.compile(r"(Set model to|Kept model as)[^<]*?(\[1m\]|1M context)", re.I)
 _TRAILER = re.compile(r"Co-Authored-By: (Claude [^<\n]*?\(1M context\))")
@@ -856,7 +873,7 @@ def read_file(path: Path, *, lenient: bool = False) -> ReadResult:
     main = next((i for i, t in enumerate(result.traces) if not t.meta.get("sidechain")), None)
     if main is not None:
         for sid in dict.fromkeys([path.stem, session or path.stem]):
-            for f in sorted((path.parent / sid / "subagents").glob("agent-acompact-*.jsonl")):
+            for f in _compaction_calls_beside(path, sid):
                 try:
                     sub_parts, _, _ = _read_records(f, True, Skips(), _Passed(), None)
                 except (TraceError, OSError):
