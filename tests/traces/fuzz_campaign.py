@@ -479,23 +479,6 @@ def _named(message: str, files: list[Path]) -> bool:
 _SHARED: dict[str, Any] = {}
 
 
-COUNTER_TEXT_BUDGET = 64 << 20
-"""Characters of text a worker's shared counter may keep counts of before it is replaced by a new one: it
-keeps the count of every distinct text it tokenized, and two thousand variants of huge strings made a
-worker grow past its address-space limit (MemoryError on variants that pass alone, `make fuzz` at seed 0)."""
-
-
-def _counter() -> Any:
-    """The worker's shared counter (counts are kept by text across variants), new once it keeps too much."""
-    from bench.tokens.counter import TokenCounter
-
-    counter = _SHARED["counter"]
-    kept = sum(map(len, counter._by_text)) + sum(map(len, counter._parts or ()))
-    if kept > COUNTER_TEXT_BUDGET:
-        counter = _SHARED["counter"] = TokenCounter()
-    return counter
-
-
 def check_variant(fmt: str, entry: Path, files: list[Path], do_run: bool = False) -> tuple[str, bool, str]:
     """(outcome, accepted with --lenient, detail) of one variant, from import through a `none` replay
     and, with ``do_run``, a `run` of the file (``run_check``)."""
@@ -534,7 +517,7 @@ def check_variant(fmt: str, entry: Path, files: list[Path], do_run: bool = False
             try:
                 back = native.loads(native.dumps(trace).encode("utf-8").decode("utf-8"), path=str(entry))
                 assert back.messages == trace.messages, "native round trip changed the messages"
-                out = replay(trace, copy.deepcopy(_SHARED["none"]), _SHARED["config"], counter=_counter())
+                out = replay(trace, copy.deepcopy(_SHARED["none"]), _SHARED["config"], counter=_SHARED["counter"])
                 if out.error is not None:
                     raise RuntimeError(f"replay error: {out.error}")
             except MemoryError:
