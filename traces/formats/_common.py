@@ -41,7 +41,7 @@ from traces.model import (
 
 __all__ = [
     "MAX_COUNT", "MAX_DEPTH", "MAX_ID", "MAX_STRING", "NOT_JSON", "NO_RESULT", "Skips", "TextCheck",
-    "anthropic_blocks", "check_trace",
+    "anthropic_blocks", "base64_image", "check_trace",
     "checking", "decode", "embedded_json", "fill_missing_results", "finish", "first_json_line", "get_bool",
     "get_dict", "get_int", "get_list", "get_num", "get_str", "image_block", "iter_jsonl", "json_depth", "loads",
     "read_bytes", "read_json", "result_text", "sniff_json", "sqlite_read_only", "too_deep", "ts_seconds",
@@ -616,13 +616,16 @@ def anthropic_blocks(content: Any, *, path: str | Path | None = None, line: int 
     return tuple(out)
 
 
+def base64_image(media: str, data: Any) -> Image:
+    """An image given as base64 ``data`` (anything else: size unknown, 0), sized as its decoded bytes."""
+    return Image(media, len(data) * 3 // 4 if isinstance(data, str) else 0)
+
+
 def image_block(b: Mapping[str, Any]) -> Image:
     """An Anthropic image block as its media type and (decoded) size."""
     source = b.get("source") if isinstance(b.get("source"), Mapping) else {}
-    data = source.get("data")
     media = source.get("media_type")
-    return Image(media if isinstance(media, str) else "image/png",
-                 len(data) * 3 // 4 if isinstance(data, str) else 0)
+    return base64_image(media if isinstance(media, str) else "image/png", source.get("data"))
 
 
 def result_text(content: Any, *, path: str | Path | None = None, line: int | None = None) -> str:

@@ -45,10 +45,19 @@ from pathlib import Path
 from typing import Any
 
 from traces.formats import ReadResult
-from traces.formats._common import finish, get_dict, get_int, get_list, get_str, read_json, repair_notes, ts_seconds
+from traces.formats._common import (
+    base64_image,
+    finish,
+    get_dict,
+    get_int,
+    get_list,
+    get_str,
+    read_json,
+    repair_notes,
+    ts_seconds,
+)
 from traces.model import (
     Block,
-    Image,
     Message,
     RecordedCompaction,
     Text,
@@ -118,9 +127,7 @@ def _blocks(content: list[Any], role: str, where: dict[str, Any], passed: Counte
             out.append(ToolResult(get_str(b, "toolUseID", **where), text, error))
         elif kind == "image":
             source = get_dict(b, "source", {}, **where)
-            data = source.get("data")
-            out.append(Image(get_str(source, "mediaType", "image/png", **where),
-                             len(data) * 3 // 4 if isinstance(data, str) else 0))
+            out.append(base64_image(get_str(source, "mediaType", "image/png", **where), source.get("data")))
         else:
             passed[f"{role} block(s) of type {kind[:40]!r}"] += 1
     return out

@@ -31,6 +31,7 @@ from typing import Any
 from traces.formats import ReadResult
 from traces.formats._common import (
     Skips,
+    base64_image,
     decode,
     finish,
     first_json_line,
@@ -46,7 +47,6 @@ from traces.formats._common import (
 )
 from traces.model import (
     Block,
-    Image,
     Message,
     RecordedCompaction,
     Text,
@@ -156,10 +156,8 @@ def _blocks(parts: list[Any], ids: _Ids, path: Path, line: int | None) -> list[B
             error = isinstance(response, dict) and "error" in response and "output" not in response
             out.append(ToolResult(ids.response(fr, path, line), _response_text(response), error))
         elif isinstance(p.get("inlineData"), dict):
-            data = p["inlineData"].get("data")
             mime = p["inlineData"].get("mimeType")
-            out.append(Image(mime if isinstance(mime, str) else "image/png",
-                             len(data) * 3 // 4 if isinstance(data, str) else 0))
+            out.append(base64_image(mime if isinstance(mime, str) else "image/png", p["inlineData"].get("data")))
         else:  # fileData, executableCode, …: kept as their JSON (their tokens are real)
             out.append(Text(json.dumps(p, ensure_ascii=False, sort_keys=True, default=str)))
     return out

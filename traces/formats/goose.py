@@ -79,6 +79,7 @@ from typing import Any
 from traces.formats import ReadResult
 from traces.formats._common import (
     Skips,
+    base64_image,
     decode,
     finish,
     first_json_line,
@@ -222,8 +223,7 @@ def _for_model(item: dict[str, Any]) -> bool:
 
 
 def _image(item: dict[str, Any], where: dict[str, Any]) -> Image:
-    data = item.get("data")
-    return Image(get_str(item, "mimeType", "image/png", **where), len(data) * 3 // 4 if isinstance(data, str) else 0)
+    return base64_image(get_str(item, "mimeType", "image/png", **where), item.get("data"))
 
 
 def _result_text(items: list[Any], where: dict[str, Any], passed: Counter[str]) -> str:
@@ -292,9 +292,7 @@ def _convert_message(raw: _Raw, passed: Counter[str]) -> _Msg:
                 passed["text item(s) for the user only"] += 1
         elif kind == "image":
             blocks.append(_image(c, where))
-        elif kind == "toolRequest":
-            blocks.append(_call(c, "toolCall", where, passed))
-        elif kind == "frontendToolRequest":
+        elif kind in ("toolRequest", "frontendToolRequest"):  # a tool the UI runs is still the model's call
             blocks.append(_call(c, "toolCall", where, passed))
         elif kind == "toolResponse":
             blocks.append(_response(c, where, passed))
